@@ -1,0 +1,171 @@
+"""Label metrics: accuracy, macro F1 and micro F1.
+
+* ``accuracy``: an example is right when the prediction equals the gold, or any of the
+  gold's acceptable answers when the gold is a list. For a ``multilabel`` prediction (a
+  list) the gold is one label set compared without regard to order, or a list of such sets.
+* ``macro_f1`` / ``micro_f1``: scikit-learn's ``f1_score(average="macro"|"micro")`` over the
+  labels seen in the golds and the predictions. A gold given as a list contributes its
+  **first** answer (F1 needs one true class per example). Counts are kept per example
+  so that tags and bootstrap resamples re-use them; a label absent from a resample drops
+  out of the macro average, exactly as scikit-learn would do on that resample.
+
+A ``None`` prediction (the model failed) is wrong everywhere: for F1 it is a false
+negative of the gold label and a prediction of no label (it adds no class).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tasks.metrics.base import (
+    Metric,
+    Options,
+    gold_alternatives,
+    is_alternatives,
+    mean_from_statistics,
+    mean_statistics,
+)
+
+
+def _comparable(value: object) -> object:
+    """Return what equality is decided on: a selection's text, else the value itself."""
+    if isinstance(value, Mapping) and "text" in value:
+        return value["text"]
+    return value
+
+
+def _same_label_set(prediction: Sequence[object], gold: object) -> bool:
+    if not is_alternatives(gold):
+        return False
+    try:
+        return frozenset(prediction) == frozenset(gold)  # type: ignore[arg-type]
+    except TypeError:  # unhashable items: fall back on ordered comparison
+        return list(prediction) == list(gold)  # type: ignore[arg-type]
+
+
+def is_correct(prediction: object, gold: object) -> bool:
+    """Return True when ``prediction`` is an acceptable answer for ``gold``."""
+    if prediction is None:
+        return False
+    prediction = _comparable(prediction)
+    if is_alternatives(prediction):
+        # A multilabel value: the gold is one label set, or a list of acceptable sets.
+        candidates = gold if gold and all(is_alternatives(g) for g in gold) else [gold]  # type: ignore[union-attr]
+        return any(_same_label_set(prediction, candidate) for candidate in candidates)  # type: ignore[arg-type]
+    return any(
+        candidate is not None and _comparable(candidate) == prediction
+        for candidate in gold_alternatives(gold)
+    )
+
+
+def _accuracy_example(prediction: object, gold: object, options: Options) -> float:
+    return 100.0 if is_correct(prediction, gold) else 0.0
+
+
+def _accuracy_statistics(
+    predictions: Sequence[Any], golds: Sequence[Any], options: Options
+) -> np.ndarray:
+    return mean_statistics(
+        [
+            _accuracy_example(prediction, gold, options)
+            for prediction, gold in zip(predictions, golds, strict=True)
+        ]
+    )
+
+
+# -- F1 ------------------------------------------------------------------------------------
+
+
+def first_gold_label(gold: object) -> object:
+    """Return the label F1 scores against: the gold, or its first answer if a list."""
+    if is_alternatives(gold):
+        return gold[0] if gold else None  # type: ignore[index]
+    return gold
+
+
+def _label_key(value: object) -> Hashable:
+    value = _comparable(value)
+    if is_alternatives(value):
+        return tuple(_label_key(item) for item in value)  # type: ignore[union-attr]
+    if isinstance(value, Hashable):
+        return value
+    return repr(value)
+
+
+def _f1_statistics(
+    predictions: Sequence[Any], golds: Sequence[Any], options: Options
+) -> np.ndarray:
+    """Return per-example ``[true positives | false positives | false negatives]`` per label."""
+    gold_keys = [
+        None if (label := first_gold_label(gold)) is None else _label_key(label) for gold in golds
+    ]
+    prediction_keys = [None if p is None else _label_key(p) for p in predictions]
+    index: dict[Hashable, int] = {}
+    for key in (*gold_keys, *prediction_keys):
+        if key is not None and key not in index:
+            index[key] = len(index)
+    label_count = len(index)
+    rows = np.zeros((len(golds), 3 * label_count), dtype=np.float64)
+    for row, (gold_key, prediction_key) in enumerate(zip(gold_keys, prediction_keys, strict=True)):
+        if gold_key is not None and gold_key == prediction_key:
+            rows[row, index[gold_key]] = 1
+            continue
+        if prediction_key is not None:
+            rows[row, label_count + index[prediction_key]] = 1
+        if gold_key is not None:
+            rows[row, 2 * label_count + index[gold_key]] = 1
+    return rows
+
+
+def _split_counts(summed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    label_count = len(summed) // 3
+    return summed[:label_count], summed[label_count : 2 * label_count], summed[2 * label_count :]
+
+
+def _macro_f1_from_statistics(summed: np.ndarray, options: Options) -> float:
+    true_positives, false_positives, false_negatives = _split_counts(summed)
+    denominators = 2 * true_positives + false_positives + false_negatives
+    seen = denominators > 0  # labels that occur in this (re)sample at all
+    if not seen.any():
+        return 0.0
+    return float(100.0 * np.mean(2 * true_positives[seen] / denominators[seen]))
+
+
+def _micro_f1_from_statistics(summed: np.ndarray, options: Options) -> float:
+    true_positives, false_positives, false_negatives = (
+        part.sum() for part in _split_counts(summed)
+    )
+    denominator = 2 * true_positives + false_positives + false_negatives
+    return float(100.0 * 2 * true_positives / denominator) if denominator else 0.0
+
+
+def _f1_example(prediction: object, gold: object, options: Options) -> float:
+    return 100.0 if is_correct(prediction, first_gold_label(gold)) else 0.0
+
+
+ACCURACY = Metric(
+    name="accuracy",
+    description="Share of examples whose prediction is an acceptable gold answer.",
+    statistics=_accuracy_statistics,
+    score_from_statistics=mean_from_statistics,
+    example_score=_accuracy_example,
+)
+MACRO_F1 = Metric(
+    name="macro_f1",
+    description="Unweighted mean of the per-label F1 over the labels seen.",
+    statistics=_f1_statistics,
+    score_from_statistics=_macro_f1_from_statistics,
+    example_score=_f1_example,
+    is_decomposable=False,
+)
+MICRO_F1 = Metric(
+    name="micro_f1",
+    description="F1 of the pooled true/false positives and false negatives.",
+    statistics=_f1_statistics,
+    score_from_statistics=_micro_f1_from_statistics,
+    example_score=_f1_example,
+    is_decomposable=False,
+)

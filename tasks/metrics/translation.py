@@ -1,0 +1,137 @@
+"""Translation metrics from sacrebleu: ``bleu``, ``chrf`` and ``sp_bleu``.
+
+Scores equal ``sacrebleu.corpus_bleu`` / ``sacrebleu.corpus_chrf`` with their defaults. A
+gold given as a list holds several references (lists may differ in length); a ``None``
+prediction is scored as an empty translation. sacrebleu's per-segment statistics are
+kept so tags and bootstrap resamples only sum counts instead of re-tokenising.
+
+``sp_bleu`` (FLORES spBLEU) is BLEU over SentencePiece pieces. Nothing is downloaded: it
+needs the ``spm_model`` option, a path to a local ``.model`` file, and the
+``sentencepiece`` package; otherwise it raises ``MetricUnsupported``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sacrebleu.metrics import BLEU, CHRF
+
+from tasks.metrics.base import Metric, Options, answer_text, gold_alternatives
+from tasks.metrics.errors import MetricUnsupported
+
+SENTENCEPIECE_MODEL_OPTION = "spm_model"
+
+
+def _hypotheses(predictions: Sequence[Any]) -> list[str]:
+    return [answer_text(prediction) or "" for prediction in predictions]
+
+
+def _references(golds: Sequence[Any]) -> list[list[str]]:
+    """Return one list of reference texts per example (an empty gold is one empty text)."""
+    per_example = []
+    for gold in golds:
+        texts = [t for value in gold_alternatives(gold) if (t := answer_text(value)) is not None]
+        per_example.append(texts or [""])
+    return per_example
+
+
+def _reference_streams(references: list[list[str]]) -> list[list[str | None]]:
+    """Transpose per-example references into sacrebleu's streams, padding with None."""
+    stream_count = max(len(texts) for texts in references)
+    return [
+        [texts[stream] if stream < len(texts) else None for texts in references]
+        for stream in range(stream_count)
+    ]
+
+
+def _sacrebleu_metric(
+    name: str,
+    description: str,
+    make_corpus_metric: Callable[[], BLEU | CHRF],
+    make_sentence_metric: Callable[[], BLEU | CHRF],
+    tokenize: Callable[[str, Options], str] | None = None,
+    check_options: Callable[[Options], object] | None = None,
+) -> Metric:
+    def prepare(text: str, options: Options) -> str:
+        return tokenize(text, options) if tokenize else text
+
+    def statistics(
+        predictions: Sequence[Any], golds: Sequence[Any], options: Options
+    ) -> np.ndarray:
+        if check_options:
+            check_options(options)
+        hypotheses = [prepare(text, options) for text in _hypotheses(predictions)]
+        references = [[prepare(t, options) for t in texts] for texts in _references(golds)]
+        rows = make_corpus_metric()._extract_corpus_statistics(
+            hypotheses, _reference_streams(references)
+        )
+        return np.asarray(rows, dtype=np.float64)
+
+    def score_from_statistics(summed: np.ndarray, options: Options) -> float:
+        return float(make_corpus_metric()._compute_score_from_stats(summed).score)
+
+    def example_score(prediction: object, gold: object, options: Options) -> float:
+        if check_options:
+            check_options(options)
+        hypothesis = prepare(_hypotheses([prediction])[0], options)
+        references = [prepare(t, options) for t in _references([gold])[0]]
+        return float(make_sentence_metric().sentence_score(hypothesis, references).score)
+
+    return Metric(
+        name=name,
+        description=description,
+        statistics=statistics,
+        score_from_statistics=score_from_statistics,
+        example_score=example_score,
+        is_decomposable=False,
+    )
+
+
+@lru_cache(maxsize=4)
+def _load_sentencepiece(model_path: str) -> Any:
+    try:
+        import sentencepiece
+    except ImportError:
+        raise MetricUnsupported(
+            "sp_bleu needs the 'sentencepiece' package, which is not installed here"
+        ) from None
+    return sentencepiece.SentencePieceProcessor(model_file=model_path)
+
+
+def sentencepiece_model(options: Options) -> Any:
+    """Return the SentencePiece processor named by ``options``, or raise MetricUnsupported."""
+    configured = options.get(SENTENCEPIECE_MODEL_OPTION)
+    if not configured:
+        raise MetricUnsupported(
+            "sp_bleu is not supported offline: set the perf_metric option "
+            f"'{SENTENCEPIECE_MODEL_OPTION}' to a local SentencePiece .model file"
+        )
+    path = Path(str(configured))
+    if not path.is_file():
+        raise MetricUnsupported(f"sp_bleu: the SentencePiece model file {path} does not exist")
+    return _load_sentencepiece(str(path.resolve()))
+
+
+def _sentencepiece_pieces(text: str, options: Options) -> str:
+    return " ".join(sentencepiece_model(options).encode(text, out_type=str))
+
+
+BLEU_METRIC = _sacrebleu_metric(
+    "bleu",
+    "sacrebleu corpus BLEU (13a tokenisation, exp smoothing).",
+    BLEU,
+    lambda: BLEU(effective_order=True),
+)
+CHRF_METRIC = _sacrebleu_metric("chrf", "sacrebleu corpus chrF.", CHRF, CHRF)
+SP_BLEU_METRIC = _sacrebleu_metric(
+    "sp_bleu",
+    "BLEU over SentencePiece pieces (needs a local SentencePiece model).",
+    lambda: BLEU(tokenize="none"),
+    lambda: BLEU(tokenize="none", effective_order=True),
+    tokenize=_sentencepiece_pieces,
+    check_options=sentencepiece_model,
+)
