@@ -1,0 +1,1 @@
+"""Settings: ``base`` (shared), ``dev`` (default for manage.py), ``test``, ``prod``."""

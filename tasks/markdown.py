@@ -1,0 +1,25 @@
+"""Render owner-written Markdown to sanitised HTML (nh3 strips scripts and handlers)."""
+
+from __future__ import annotations
+
+import markdown as markdown_lib
+import nh3
+
+ALLOWED_TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "code", "em", "h1", "h2", "h3", "h4", "h5", "h6",
+    "hr", "i", "li", "ol", "p", "pre", "strong", "table", "tbody", "td", "th", "thead", "tr",
+    "ul", "img", "del", "sup", "sub",
+}
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}, "abbr": {"title"}}
+
+
+def render_markdown(text: str) -> str:
+    """Return safe HTML for ``text``; raw HTML in the source is sanitised, not trusted."""
+    html = markdown_lib.markdown(text or "", extensions=["tables", "fenced_code", "sane_lists"])
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )

@@ -1,0 +1,176 @@
+"""Tasks, their config versions, rounds, contexts and task proposals."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from tasks.config import TaskConfig, parse_task_config
+
+
+class ContextSampling(models.TextChoices):
+    LEAST_USED = "least_used", "Least used first (random tie-break)"
+    UNIFORM = "uniform", "Uniform at random"
+    LEAST_FOOLED = "least_fooled", "Least fooled first"
+    FAILED_VALIDATION = "failed_validation", "Contexts whose examples all failed validation"
+
+
+class Task(models.Model):
+    code = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    instructions = models.TextField(blank=True, help_text="Markdown, shown to workers.")
+    owners = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="owned_tasks", blank=True)
+    hidden = models.BooleanField(default=False, help_text="Hidden tasks are not listed publicly.")
+    active = models.BooleanField(default=True, help_text="Inactive tasks take no new examples.")
+    accepts_models = models.BooleanField(
+        default=True, help_text="Signed-in users may register models for this task."
+    )
+    num_matching_validations = models.PositiveSmallIntegerField(
+        default=3, help_text="Matching verdicts that settle an example."
+    )
+    validate_non_fooling = models.BooleanField(
+        default=False, help_text="Also queue examples that did not fool the model."
+    )
+    context_sampling = models.CharField(
+        max_length=32, choices=ContextSampling.choices, default=ContextSampling.LEAST_USED
+    )
+    context_sampling_tag = models.CharField(
+        max_length=100, blank=True, help_text="Only sample contexts with this tag (optional)."
+    )
+    current_config = models.ForeignKey(
+        "TaskConfigVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def config(self) -> TaskConfig | None:
+        """The parsed current config (parsed once per version object)."""
+        if self.current_config_id is None:
+            return None
+        return self.current_config.parsed
+
+
+class TaskConfigVersion(models.Model):
+    """One version of a task's YAML; data records the version it was made under."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="config_versions")
+    version = models.PositiveIntegerField()
+    yaml_text = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "version"], name="unique_task_config_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task.code} v{self.version}"
+
+    @property
+    def parsed(self) -> TaskConfig:
+        cached = getattr(self, "_parsed", None)
+        if cached is None:
+            cached = parse_task_config(self.yaml_text)
+            self._parsed = cached
+        return cached
+
+
+class Round(models.Model):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveIntegerField()
+    description = models.TextField(blank=True)
+    is_open = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "number"], name="unique_round_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task.code} round {self.number}"
+
+
+class Context(models.Model):
+    """Owner-supplied data shown read-only to workers (passage, premise, image...)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="contexts")
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="contexts")
+    config_version = models.ForeignKey(
+        TaskConfigVersion, on_delete=models.PROTECT, related_name="contexts"
+    )
+    data = models.JSONField()
+    tag = models.CharField(max_length=100, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    # Usage counters, updated with F() by the annotation services.
+    times_served = models.PositiveIntegerField(default=0)
+    example_count = models.PositiveIntegerField(default=0)
+    fooled_count = models.PositiveIntegerField(default=0)
+    validated_correct_count = models.PositiveIntegerField(default=0)
+    validated_incorrect_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["round", "times_served", "id"], name="context_least_used"),
+            models.Index(fields=["round", "tag", "times_served"], name="context_tag_least_used"),
+            models.Index(fields=["round", "fooled_count", "id"], name="context_least_fooled"),
+        ]
+
+    def __str__(self) -> str:
+        return f"context {self.pk} ({self.task.code})"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+
+
+class TaskProposal(models.Model):
+    proposer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="task_proposals"
+    )
+    code = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200)
+    description = models.TextField()
+    config_yaml = models.TextField(blank=True, help_text="Optional task config (YAML).")
+    status = models.CharField(
+        max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING
+    )
+    reason = models.TextField(blank=True, help_text="Why it was accepted or rejected.")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    task = models.OneToOneField(
+        Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposal"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["code"],
+                condition=Q(status="pending"),
+                name="unique_pending_proposal_code",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"proposal {self.code} ({self.status})"

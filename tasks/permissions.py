@@ -1,0 +1,47 @@
+"""Who may do what: the one definition used by views, the admin and the API."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from tasks.models import Task
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def is_admin(user: User) -> bool:
+    return bool(user and user.is_authenticated and user.is_superuser)
+
+
+def is_task_owner(user: User, task: Task) -> bool:
+    """Return True for the task's owners and for superusers."""
+    if not (user and user.is_authenticated):
+        return False
+    if user.is_superuser:
+        return True
+    # Use the prefetched owners when a view loaded them, else one query.
+    cache = getattr(task, "_prefetched_objects_cache", {})
+    if "owners" in cache:
+        return any(owner.pk == user.pk for owner in cache["owners"])
+    return task.owners.filter(pk=user.pk).exists()
+
+
+def can_view_task(user: User, task: Task) -> bool:
+    """Hidden tasks are visible only to their owners and admins."""
+    return not task.hidden or is_task_owner(user, task)
+
+
+def can_contribute(user: User, task: Task) -> bool:
+    """Signed-in users may write and validate examples on active, visible tasks."""
+    return bool(user and user.is_authenticated) and task.active and can_view_task(user, task)
+
+
+def can_manage_task(user: User, task: Task) -> bool:
+    """Edit settings, upload contexts and datasets, open rounds, see gold and hidden scores."""
+    return is_task_owner(user, task)
+
+
+def can_register_model(user: User, task: Task) -> bool:
+    if not (user and user.is_authenticated):
+        return False
+    return is_task_owner(user, task) or (task.accepts_models and can_view_task(user, task))

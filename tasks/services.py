@@ -1,0 +1,329 @@
+"""Writes of the tasks app: tasks, config versions, rounds, contexts and proposals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from tasks.config import TaskConfigError, parse_task_config
+from tasks.config.values import check_context
+from tasks.errors import Conflict, InvalidConfig, InvalidUpload, ServiceError
+from tasks.models import (
+    Context,
+    ProposalStatus,
+    Round,
+    Task,
+    TaskConfigVersion,
+    TaskProposal,
+)
+from tasks.uploads import (
+    MAX_REPORTED_ERRORS,
+    UploadLineError,
+    detect_format,
+    iter_records,
+    parse_json_cell,
+)
+
+CONTEXT_BATCH_SIZE = 1000
+
+
+def config_issues_as_dicts(error: TaskConfigError) -> list[dict]:
+    return [
+        {"code": i.code, "path": i.path, "line": i.line, "column": i.column, "message": i.message}
+        for i in error.issues
+    ]
+
+
+def _parse_or_raise(yaml_text: str):
+    try:
+        return parse_task_config(yaml_text)
+    except TaskConfigError as error:
+        raise InvalidConfig(
+            f"the task config has {len(error.issues)} problem(s)",
+            details={"issues": config_issues_as_dicts(error)},
+        ) from error
+
+
+@transaction.atomic
+def task_create(
+    *,
+    code: str,
+    name: str,
+    yaml_text: str,
+    owners: Iterable[AbstractBaseUser] = (),
+    description: str = "",
+    instructions: str = "",
+    created_by: AbstractBaseUser | None = None,
+    **settings_fields,
+) -> Task:
+    """Create a task with config version 1 and an open round 1."""
+    _parse_or_raise(yaml_text)
+    if Task.objects.filter(code=code).exists():
+        raise Conflict(f"a task with code {code!r} already exists", code="task.code_taken")
+    task = Task.objects.create(
+        code=code, name=name, description=description, instructions=instructions, **settings_fields
+    )
+    version = TaskConfigVersion.objects.create(
+        task=task, version=1, yaml_text=yaml_text, created_by=created_by
+    )
+    task.current_config = version
+    task.save(update_fields=["current_config"])
+    owners = list(owners)
+    if owners:
+        task.owners.add(*owners)
+    Round.objects.create(task=task, number=1, is_open=True)
+    return task
+
+
+def _version_has_data(version: TaskConfigVersion) -> bool:
+    """Return True when any row (context, example, dataset...) was made under ``version``.
+
+    Apps above ``tasks`` point at versions with foreign keys; walking the reverse relations
+    lets this layer ask without importing them.
+    """
+    for relation in TaskConfigVersion._meta.related_objects:
+        if relation.one_to_many or relation.one_to_one:
+            accessor = relation.related_model._default_manager.filter(
+                **{relation.field.name: version}
+            )
+            if accessor.exists():
+                return True
+    return False
+
+
+@transaction.atomic
+def task_update_config(
+    task: Task, yaml_text: str, *, user: AbstractBaseUser | None = None
+) -> TaskConfigVersion:
+    """Set a task's config; a version that already has data is never rewritten.
+
+    Unchanged text is a no-op. A version nothing refers to yet is edited in place; otherwise
+    a new version is created and becomes current.
+    """
+    _parse_or_raise(yaml_text)
+    task = Task.objects.select_for_update().get(pk=task.pk)
+    current = task.current_config
+    if current is not None and current.yaml_text == yaml_text:
+        return current
+    if current is not None and not _version_has_data(current):
+        current.yaml_text = yaml_text
+        current.created_by = user
+        current.save(update_fields=["yaml_text", "created_by"])
+        current.__dict__.pop("_parsed", None)
+        return current
+    latest = task.config_versions.aggregate(latest=Max("version"))["latest"] or 0
+    version = TaskConfigVersion.objects.create(
+        task=task, version=latest + 1, yaml_text=yaml_text, created_by=user
+    )
+    task.current_config = version
+    task.save(update_fields=["current_config"])
+    return version
+
+
+@transaction.atomic
+def round_open(task: Task, *, description: str = "", close_previous: bool = True) -> Round:
+    """Open the next round of ``task`` (closing the earlier ones unless told otherwise)."""
+    locked = Task.objects.select_for_update().get(pk=task.pk)
+    latest = locked.rounds.aggregate(latest=Max("number"))["latest"] or 0
+    if close_previous:
+        locked.rounds.filter(is_open=True).update(is_open=False)
+    return Round.objects.create(task=locked, number=latest + 1, description=description)
+
+
+def _context_from_record(config, record: dict, fmt: str) -> tuple[dict, str, dict]:
+    if fmt == "csv":
+        names = {field.name for field in config.context}
+        data = {key: value for key, value in record.items() if key in names}
+        extra = {key: value for key, value in record.items() if key not in names | {"tag"}}
+        metadata = parse_json_cell(record.get("metadata", "")) if "metadata" in record else {}
+        if not isinstance(metadata, dict):
+            metadata = {"metadata": metadata}
+        for key, value in extra.items():
+            if key != "metadata":
+                # Unknown columns are reported like unknown JSON keys.
+                data[key] = value
+        return data, record.get("tag", "") or "", metadata
+    data = record.get("context")
+    return data, record.get("tag") or "", record.get("metadata") or {}
+
+
+def contexts_import(
+    task: Task,
+    stream: IO,
+    *,
+    filename: str = "",
+    fmt: str | None = None,
+    round_number: int | None = None,
+    tag: str = "",
+) -> int:
+    """Import contexts from JSON Lines or CSV: all or nothing, every bad line reported.
+
+    Rows are validated against the task's current config and written in batches inside one
+    transaction; the first bad line stops the writing (not the checking), and the
+    transaction is rolled back, so nothing of a bad file is kept.
+    """
+    config = task.config
+    if config is None:
+        raise ServiceError("the task has no config yet", code="task.no_config")
+    fmt = detect_format(filename, fmt)
+    errors: list[UploadLineError] = []
+    count = 0
+    with transaction.atomic():
+        rounds = task.rounds.all()
+        round_ = (
+            rounds.filter(number=round_number).first()
+            if round_number is not None
+            else rounds.filter(is_open=True).order_by("-number").first() or rounds.last()
+        )
+        if round_ is None:
+            raise ServiceError(
+                f"round {round_number} does not exist for task {task.code}", code="round.missing"
+            )
+        batch: list[Context] = []
+        for line, record in iter_records(stream, fmt):
+            if isinstance(record, UploadLineError):
+                errors.append(record)
+            else:
+                issues = _check_context_record(config, record, fmt)
+                if issues:
+                    errors.extend(UploadLineError(line, *issue) for issue in issues)
+                elif not errors:
+                    data, row_tag, metadata = _context_from_record(config, record, fmt)
+                    batch.append(
+                        Context(
+                            task=task,
+                            round=round_,
+                            config_version_id=task.current_config_id,
+                            data=data,
+                            tag=(tag or row_tag or "")[:100],
+                            metadata=metadata,
+                        )
+                    )
+                    count += 1
+            if len(errors) >= MAX_REPORTED_ERRORS:
+                break
+            if len(batch) >= CONTEXT_BATCH_SIZE:
+                Context.objects.bulk_create(batch)
+                batch = []
+        if not errors and count == 0:
+            errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
+        if errors:
+            transaction.set_rollback(True)
+        elif batch:
+            Context.objects.bulk_create(batch)
+    if errors:
+        raise InvalidUpload(
+            f"{len(errors)} problem(s) in the upload; nothing was imported",
+            details={"errors": [error.as_dict() for error in errors]},
+        )
+    return count
+
+
+def _check_context_record(config, record: dict, fmt: str) -> list[tuple[str, str, str]]:
+    """Return ``(code, message, path)`` for each problem of one context record."""
+    problems: list[tuple[str, str, str]] = []
+    if fmt == "jsonl":
+        unknown = set(record) - {"context", "tag", "metadata"}
+        for key in sorted(unknown):
+            problems.append(("upload.E010", f"unknown key {key!r}", key))
+        if not isinstance(record.get("context"), dict):
+            problems.append(("upload.E011", "'context' must be an object", "context"))
+            return problems
+        if "tag" in record and not isinstance(record["tag"], str | type(None)):
+            problems.append(("upload.E012", "'tag' must be a string", "tag"))
+        if "metadata" in record and not isinstance(record["metadata"], dict | type(None)):
+            problems.append(("upload.E013", "'metadata' must be an object", "metadata"))
+    data, _, _ = _context_from_record(config, record, fmt)
+    for issue in check_context(config, data):
+        problems.append((issue.code, issue.message, f"context.{issue.path}".rstrip(".")))
+    return problems
+
+
+# --- proposals ------------------------------------------------------------------------------
+
+
+def proposal_submit(
+    *, proposer: AbstractBaseUser, code: str, name: str, description: str, config_yaml: str = ""
+) -> TaskProposal:
+    if config_yaml.strip():
+        _parse_or_raise(config_yaml)
+    if Task.objects.filter(code=code).exists():
+        raise Conflict(f"a task with code {code!r} already exists", code="task.code_taken")
+    try:
+        return TaskProposal.objects.create(
+            proposer=proposer, code=code, name=name, description=description, config_yaml=config_yaml
+        )
+    except IntegrityError:
+        raise Conflict(
+            f"a proposal for {code!r} is already pending", code="proposal.duplicate"
+        ) from None
+
+
+DEFAULT_PROPOSAL_CONFIG = """\
+input:
+  - name: statement
+    type: string
+  - name: label
+    type: multiclass
+    labels: [positive, negative]
+    as_goal_message: true
+output:
+  - name: label
+model_wrong_metric:
+  type: exact_match
+  reference_names: [label]
+perf_metric:
+  type: accuracy
+  reference_name: label
+"""
+
+
+@transaction.atomic
+def proposal_accept(
+    proposal: TaskProposal, *, decided_by: AbstractBaseUser, reason: str = ""
+) -> Task:
+    """Create the proposed task, make the proposer an owner and open round 1."""
+    proposal = TaskProposal.objects.select_for_update().get(pk=proposal.pk)
+    if proposal.status != ProposalStatus.PENDING:
+        raise Conflict(f"the proposal is already {proposal.status}", code="proposal.decided")
+    task = task_create(
+        code=proposal.code,
+        name=proposal.name,
+        description=proposal.description,
+        yaml_text=proposal.config_yaml or DEFAULT_PROPOSAL_CONFIG,
+        owners=[proposal.proposer],
+        created_by=decided_by,
+    )
+    proposal.status = ProposalStatus.ACCEPTED
+    proposal.reason = reason
+    proposal.decided_by = decided_by
+    proposal.decided_at = timezone.now()
+    proposal.task = task
+    proposal.save()
+    # An owner works in the admin builder.
+    if not proposal.proposer.is_staff:
+        proposal.proposer.is_staff = True
+        proposal.proposer.save(update_fields=["is_staff"])
+    return task
+
+
+@transaction.atomic
+def proposal_reject(
+    proposal: TaskProposal, *, decided_by: AbstractBaseUser, reason: str
+) -> TaskProposal:
+    if not reason.strip():
+        raise ServiceError("a rejection needs a reason", code="proposal.reason_required")
+    proposal = TaskProposal.objects.select_for_update().get(pk=proposal.pk)
+    if proposal.status != ProposalStatus.PENDING:
+        raise Conflict(f"the proposal is already {proposal.status}", code="proposal.decided")
+    proposal.status = ProposalStatus.REJECTED
+    proposal.reason = reason
+    proposal.decided_by = decided_by
+    proposal.decided_at = timezone.now()
+    proposal.save()
+    return proposal

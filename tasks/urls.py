@@ -1,0 +1,13 @@
+from django.urls import path
+
+from tasks import views
+
+app_name = "tasks"
+
+urlpatterns = [
+    path("", views.TaskListView.as_view(), name="home"),
+    path("leaderboards/", views.LeaderboardIndexView.as_view(), name="leaderboards"),
+    path("tasks/<slug:code>/", views.TaskDetailView.as_view(), name="detail"),
+    path("propose/", views.TaskProposalView.as_view(), name="propose"),
+    path("profile/", views.ProfileView.as_view(), name="profile"),
+]

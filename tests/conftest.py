@@ -1,0 +1,43 @@
+"""Fixtures shared by every test module."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import ContextFactory, TaskFactory, UserFactory
+
+
+@pytest.fixture
+def user(db):
+    return UserFactory()
+
+
+@pytest.fixture
+def admin_user_obj(db):
+    return UserFactory(username="root", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def owner(db):
+    return UserFactory(username="owner", is_staff=True)
+
+
+@pytest.fixture
+def task(db, owner):
+    return TaskFactory(code="sentiment", owners=[owner])
+
+
+@pytest.fixture
+def context_factory(db):
+    return ContextFactory
+
+
+@pytest.fixture
+def redis_connection():
+    """A clean Redis database (the one REDIS_URL names), flushed before and after."""
+    import django_rq
+
+    connection = django_rq.get_connection("default")
+    connection.flushdb()
+    yield connection
+    connection.flushdb()

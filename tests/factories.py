@@ -1,0 +1,66 @@
+"""factory_boy factories shared by the tests of every app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import factory
+from django.contrib.auth import get_user_model
+
+from tasks import services
+from tasks.models import Context, Task
+
+DEMO_DATA = Path(__file__).resolve().parent.parent / "tasks" / "demo_data"
+
+
+def demo_config(name: str) -> str:
+    """Return the YAML of one of the project's demo task configs (sentiment, nli, qa, hs)."""
+    return (DEMO_DATA / f"{name}.yaml").read_text()
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda user: f"{user.username}@example.org")
+    password = factory.PostGenerationMethodCall("set_password", "password")
+
+    @factory.post_generation
+    def save_password(obj, create, extracted, **kwargs):
+        if create:
+            obj.save()
+
+
+class TaskFactory(factory.Factory):
+    """Create a task through the service (config version 1 and an open round 1)."""
+
+    class Meta:
+        model = Task
+
+    code = factory.Sequence(lambda n: f"task{n}")
+    name = factory.LazyAttribute(lambda task: f"Task {task.code}")
+    config_name = "sentiment"
+    yaml_text = None
+    owners = ()
+
+    @classmethod
+    def _create(cls, model_class, *, config_name, yaml_text, owners, **kwargs):
+        return services.task_create(
+            yaml_text=yaml_text or demo_config(config_name), owners=list(owners), **kwargs
+        )
+
+    _build = _create
+
+
+class ContextFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Context
+
+    task = factory.SubFactory(TaskFactory)
+    round = factory.LazyAttribute(lambda context: context.task.rounds.order_by("-number").first())
+    config_version = factory.LazyAttribute(lambda context: context.task.current_config)
+    data = factory.Sequence(lambda n: {"context": f"A demo context number {n}."})
+    tag = ""
