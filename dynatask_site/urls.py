@@ -7,4 +7,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("tasks.urls")),
+    path("", include("models_hub.urls")),
+    path("", include("annotation.urls")),
+    path("", include("leaderboards.urls")),
 ]

@@ -1,8 +1,8 @@
-"""Demo seeding shared by the apps: each app seeds its own part in ``<app>/demo.py``.
+"""Demo seeding shared by the apps: each app seeds its own part in ``<app>/seed.py``.
 
 ``seed_demo`` lives in ``tasks`` (the base layer) but must also create models and datasets,
 which belong to apps above it. Rather than importing them, it autodiscovers each app's
-``demo`` module, whose ``@register_seeder`` functions run in ``order``.
+``seed`` module, whose ``@register_seeder`` functions run in ``order``.
 """
 
 from __future__ import annotations
@@ -41,6 +41,6 @@ def register_seeder(order: int) -> Callable:
 
 
 def run_seeders(options: SeedOptions) -> None:
-    autodiscover_modules("demo")
+    autodiscover_modules("seed")
     for _, _, function in sorted(_SEEDERS, key=lambda item: (item[0], item[1])):
         function(options)

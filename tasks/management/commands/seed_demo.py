@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks.demo import DEMO_ADMIN_PASSWORD, DEMO_ADMIN_USERNAME
+from tasks.seed import DEMO_ADMIN_PASSWORD, DEMO_ADMIN_USERNAME
 from tasks.demo_registry import SeedOptions, run_seeders
 from tasks.errors import ServiceError
 
