@@ -26,14 +26,15 @@ if TYPE_CHECKING:
 SELECTION_FIELD_TYPE = "context_string_selection"
 
 
-def _fallback_selection_text(value: object) -> str | None:
-    if isinstance(value, Mapping):
-        text = value.get("text")
-        return None if text is None else str(text)
-    return None if value is None else str(value)
+def _fallback_selection_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("text"), str):
+        return value["text"]
+    return ""
 
 
-def _selection_text_function() -> Callable[[Any], str | None]:
+def _selection_text_function() -> Callable[[Any], str]:
     """Return the config package's ``selection_text``, or a local equivalent."""
     try:
         from tasks.config.values import selection_text
@@ -76,8 +77,8 @@ def model_fooled(
                 fooled = True
         return fooled
     if rule.type == "string_f1":
+        # The parser stores string_f1's single ``reference_name`` as reference_names[0].
         name = rule.reference_names[0] if rule.reference_names else None
-        name = getattr(rule, "reference_name", None) or name
         if name is None or rule.threshold is None:
             raise MetricError(
                 "string_f1 model_wrong_metric needs a reference_name and a threshold",

@@ -1,0 +1,120 @@
+"""BLEU and chrF against sacrebleu itself; sp_bleu refuses to run without a local model."""
+
+from __future__ import annotations
+
+import random
+import sys
+
+import numpy as np
+import pytest
+import sacrebleu
+
+from tasks.metrics import MetricUnsupported, get_metric
+from tasks.metrics.translation import _load_sentencepiece
+
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "sat",
+    "on",
+    "mat",
+    "rug",
+    "quickly",
+    "slowly",
+    "red",
+    "blue",
+    "house",
+    "garden",
+]
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
+
+
+@pytest.fixture
+def corpus():
+    rng = random.Random(3)
+    hypotheses = [_sentence(rng) for _ in range(40)]
+    references = [[_sentence(rng) for _ in range(rng.randint(1, 3))] for _ in range(40)]
+    return hypotheses, references
+
+
+def _streams(references):
+    width = max(len(r) for r in references)
+    return [[r[i] if i < len(r) else None for r in references] for i in range(width)]
+
+
+def test_bleu_equals_sacrebleu_with_variable_references(corpus):
+    hypotheses, references = corpus
+    expected = sacrebleu.corpus_bleu(hypotheses, _streams(references)).score
+    assert get_metric("bleu").score(hypotheses, references) == pytest.approx(expected, abs=1e-9)
+
+
+def test_chrf_equals_sacrebleu_with_variable_references(corpus):
+    hypotheses, references = corpus
+    expected = sacrebleu.corpus_chrf(hypotheses, _streams(references)).score
+    assert get_metric("chrf").score(hypotheses, references) == pytest.approx(expected, abs=1e-9)
+
+
+def test_single_string_gold_is_one_reference():
+    hypotheses = ["the cat sat on the mat", "a dog"]
+    golds = ["the cat sat on a mat", "a big dog"]
+    expected = sacrebleu.corpus_bleu(hypotheses, [golds]).score
+    assert get_metric("bleu").score(hypotheses, golds) == pytest.approx(expected)
+
+
+def test_none_prediction_is_an_empty_translation():
+    golds = ["the cat sat on the mat", "a dog barked"]
+    expected = sacrebleu.corpus_bleu(["the cat sat on the mat", ""], [golds]).score
+    assert get_metric("bleu").score(["the cat sat on the mat", None], golds) == pytest.approx(
+        expected
+    )
+
+
+def test_per_example_scores_are_sentence_scores():
+    scores = get_metric("chrf").per_example_scores(["a red house"], [["a red house"]])
+    assert scores == [pytest.approx(100.0)]
+    expected = sacrebleu.sentence_bleu("a red house", ["the red house"]).score
+    assert get_metric("bleu").per_example_scores(["a red house"], ["the red house"]) == [
+        pytest.approx(expected)
+    ]
+
+
+def test_subset_statistics_reproduce_the_subset_score(corpus):
+    hypotheses, references = corpus
+    metric = get_metric("bleu")
+    statistics = metric.compute_statistics(hypotheses, references)
+    rows = np.arange(0, 40, 3)
+    subset = metric.score_from_statistics(statistics[rows].sum(axis=0), {})
+    expected = metric.score([hypotheses[i] for i in rows], [references[i] for i in rows])
+    assert subset == pytest.approx(expected, abs=1e-9)
+
+
+def test_sp_bleu_without_model_is_unsupported():
+    with pytest.raises(MetricUnsupported, match="spm_model") as raised:
+        get_metric("sp_bleu").score(["a"], ["a"])
+    assert raised.value.code == "metrics.E003"
+
+
+def test_sp_bleu_with_missing_model_file_is_unsupported(tmp_path):
+    with pytest.raises(MetricUnsupported, match="does not exist"):
+        get_metric("sp_bleu").score(["a"], ["a"], options={"spm_model": tmp_path / "x.model"})
+
+
+def test_sp_bleu_without_sentencepiece_package_is_unsupported(tmp_path, monkeypatch):
+    model = tmp_path / "flores.model"
+    model.write_bytes(b"not read")
+    # A None entry in sys.modules makes ``import sentencepiece`` raise ImportError.
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)
+    _load_sentencepiece.cache_clear()
+    with pytest.raises(MetricUnsupported, match="'sentencepiece' package"):
+        get_metric("sp_bleu").score(["a"], ["a"], options={"spm_model": str(model)})
+    _load_sentencepiece.cache_clear()
+
+
+def test_sp_bleu_per_example_needs_model_too():
+    with pytest.raises(MetricUnsupported):
+        get_metric("sp_bleu").per_example_scores(["a"], ["a"])
