@@ -1,1 +1,138 @@
-"""Models of the models_hub app."""
+"""Registered models (HTTP endpoints with a model card) and the models in the loop per round."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+class Protocol(models.TextChoices):
+    DYNATASK = "dynatask", "Dynatask native (batch JSON)"
+    OPENAI_CHAT = "openai_chat", "OpenAI-compatible chat server"
+    HF_TEXT_CLASSIFICATION = "hf_text_classification", "Hugging Face text classification"
+    NONE = "none", "No endpoint (predictions-file submissions only)"
+
+
+class ModelStatus(models.TextChoices):
+    UNKNOWN = "unknown", "Unknown"
+    HEALTHY = "healthy", "Healthy"
+    UNHEALTHY = "unhealthy", "Unhealthy"
+    DISABLED = "disabled", "Disabled"
+
+
+class Model(models.Model):
+    """A model registered for a task: a model card plus, usually, an HTTP endpoint.
+
+    ``auth_token`` is write-only: forms never render it back, and it is kept out of
+    ``__str__``/``__repr__``. Writes go through ``models_hub.services``.
+    """
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="models")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="registered_models"
+    )
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+
+    # Model card.
+    params = models.BigIntegerField(
+        null=True, blank=True, help_text="Number of parameters.", validators=[MinValueValidator(0)]
+    )
+    languages = models.CharField(
+        max_length=200, blank=True, help_text="Comma-separated language codes, e.g. en, ne."
+    )
+    license = models.CharField(max_length=100, blank=True)
+    source_url = models.URLField(max_length=500, blank=True)
+    card = models.TextField(blank=True, help_text="Markdown.")
+
+    # Endpoint.
+    protocol = models.CharField(max_length=32, choices=Protocol.choices, default=Protocol.DYNATASK)
+    endpoint_url = models.URLField(max_length=500, blank=True)
+    # Stored because the worker must send it; never rendered (see the forms' TokenField).
+    auth_token = models.CharField(max_length=2000, blank=True, default="")
+    connect_timeout = models.FloatField(
+        default=3.0, validators=[MinValueValidator(0.1), MaxValueValidator(60)]
+    )
+    read_timeout = models.FloatField(
+        default=30.0, validators=[MinValueValidator(0.1), MaxValueValidator(600)]
+    )
+    batch_size = models.PositiveIntegerField(
+        default=32, validators=[MinValueValidator(1), MaxValueValidator(10_000)]
+    )
+    max_concurrency = models.PositiveSmallIntegerField(
+        default=4, validators=[MinValueValidator(1), MaxValueValidator(64)]
+    )
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Protocol options: label_map, prompt_template, model, temperature, max_tokens.",
+    )
+
+    is_published = models.BooleanField(default=False)
+    is_anonymous = models.BooleanField(
+        default=False, help_text="Show the owner as 'anonymous' to everyone but the owners."
+    )
+
+    # Health, written by services.model_record_health.
+    status = models.CharField(
+        max_length=16, choices=ModelStatus.choices, default=ModelStatus.UNKNOWN
+    )
+    last_health_at = models.DateTimeField(null=True, blank=True)
+    last_health_latency_ms = models.FloatField(null=True, blank=True)
+    last_health_error = models.CharField(max_length=500, blank=True)
+    model_version = models.CharField(max_length=200, blank=True)
+    memory_gb = models.FloatField(null=True, blank=True)
+
+    in_loop_rounds = models.ManyToManyField(
+        "tasks.Round", through="RoundModel", related_name="in_loop_models", blank=True
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["task", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "name"], name="unique_model_name_per_task"),
+            models.CheckConstraint(
+                condition=Q(protocol="none") | ~Q(endpoint_url=""),
+                name="model_endpoint_unless_protocol_none",
+            ),
+        ]
+        indexes = [models.Index(fields=["task", "is_published"], name="model_task_published")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        # Spelled out so that no future field (least of all the token) slips into a log line.
+        return f"<Model {self.pk}: {self.name!r} task={self.task_id}>"
+
+    @property
+    def has_endpoint(self) -> bool:
+        """Return True when the model answers over HTTP (not a predictions-file model)."""
+        return self.protocol != Protocol.NONE and bool(self.endpoint_url)
+
+    @property
+    def has_token(self) -> bool:
+        """Return True when a token is stored (safe to show; the token itself never is)."""
+        return bool(self.auth_token)
+
+
+class RoundModel(models.Model):
+    """A model in the loop of a round: the create page picks among these."""
+
+    round = models.ForeignKey("tasks.Round", on_delete=models.CASCADE, related_name="round_models")
+    model = models.ForeignKey(Model, on_delete=models.CASCADE, related_name="round_models")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["round", "model"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "model"], name="unique_round_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} in {self.round}"
