@@ -21,6 +21,7 @@ from tasks.models import (
     TaskConfigVersion,
     TaskProposal,
 )
+from tasks.signals import task_config_changed
 from tasks.uploads import (
     MAX_REPORTED_ERRORS,
     UploadLineError,
@@ -115,6 +116,7 @@ def task_update_config(
         current.created_by = user
         current.save(update_fields=["yaml_text", "created_by"])
         current.__dict__.pop("_parsed", None)
+        _announce_config_change(task, current, current)
         return current
     latest = task.config_versions.aggregate(latest=Max("version"))["latest"] or 0
     version = TaskConfigVersion.objects.create(
@@ -122,7 +124,15 @@ def task_update_config(
     )
     task.current_config = version
     task.save(update_fields=["current_config"])
+    _announce_config_change(task, version, current)
     return version
+
+
+def _announce_config_change(task, version, previous) -> None:
+    # After commit, so that receivers (e.g. re-scoring) see the new version.
+    transaction.on_commit(
+        lambda: task_config_changed.send(sender=Task, task=task, version=version, previous=previous)
+    )
 
 
 @transaction.atomic
@@ -256,7 +266,11 @@ def proposal_submit(
         raise Conflict(f"a task with code {code!r} already exists", code="task.code_taken")
     try:
         return TaskProposal.objects.create(
-            proposer=proposer, code=code, name=name, description=description, config_yaml=config_yaml
+            proposer=proposer,
+            code=code,
+            name=name,
+            description=description,
+            config_yaml=config_yaml,
         )
     except IntegrityError:
         raise Conflict(

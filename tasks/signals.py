@@ -1,0 +1,11 @@
+"""Integration events of the tasks app for the apps above it (which may not be imported here).
+
+Receivers only hand over to a service of their own app (enqueue a job, recompute scores);
+no business logic lives in a receiver.
+"""
+
+from django.dispatch import Signal
+
+# Sent after a task's current config changed. Arguments: task, version (TaskConfigVersion),
+# previous (the TaskConfigVersion before, or None).
+task_config_changed = Signal()
