@@ -304,6 +304,15 @@ class _Validator:
 
     def __init__(self, issues: list[ConfigIssue]):
         self.issues = issues
+        # Every name written in each section, even in a field that failed its checks, so
+        # that a reference to a broken field is not reported a second time as dangling.
+        self.written_names: dict[str, set[str]] = {}
+        # False when ``output`` is missing or not a list: references to outputs are then
+        # left unchecked rather than all reported as consequences of that one error.
+        self.output_readable = True
+
+    def written(self, *sections: str) -> set[str]:
+        return set().union(*(self.written_names.get(section, set()) for section in sections))
 
     # -- reporting and typed access ------------------------------------------------------
     def error(self, code: str, path: str, message: str, line: int | None, column=None) -> None:
@@ -497,7 +506,7 @@ class _Validator:
         mapping = self.mapping(node, path)
         if mapping is None:
             return None
-        name = self.field_name(mapping, path, node)
+        name = self.field_name(mapping, path, node, section)
         type_node = self.required(mapping, "type", path, node)
         field_type: FieldType | None = None
         if type_node is not None:
@@ -566,13 +575,14 @@ class _Validator:
         spec = FieldSpec(name=name, type=field_type, line=node.line, **options)
         return _RawField(spec, section, path, node, mapping)
 
-    def field_name(self, mapping: _Mapping, path: str, owner: _Node) -> str | None:
+    def field_name(self, mapping: _Mapping, path: str, owner: _Node, section: str) -> str | None:
         node = self.required(mapping, "name", path, owner)
         if node is None:
             return None
         name = self.string(node, _join(path, "name"))
         if name is None:
             return None
+        self.written_names.setdefault(section.rstrip("*"), set()).add(name)
         if not NAME_PATTERN.match(name) or name.endswith("\n"):
             self.error_at(
                 codes.BAD_NAME,
@@ -713,9 +723,12 @@ class _Validator:
         """Read ``output``; an entry without ``type`` takes an input/context definition."""
         node = self.given(top, "output")
         if node is None:
+            self.output_readable = False
             self.error_at(codes.MISSING_KEY, "output", "'output' is required", root)
             return []
         items = self.sequence(node, "output")
+        if items is None or not items:
+            self.output_readable = False
         if items is None:
             return []
         if not items:
@@ -733,10 +746,12 @@ class _Validator:
                 if raw is not None:
                     resolved.append(raw)
                 continue
-            name = self.field_name(mapping, path, item)
+            name = self.field_name(mapping, path, item, "output")
             if name is None:
                 continue
             definition = definitions.get(name)
+            if definition is None and name in self.written("input", "context"):
+                continue  # the definition itself is broken and already reported
             if definition is None:
                 self.error_at(
                     codes.UNDEFINED_ABBREVIATED_OUTPUT,
@@ -795,11 +810,19 @@ class _Validator:
     ) -> None:
         context_by_name = {raw.spec.name: raw.spec for raw in context}
         known = {raw.spec.name: raw.spec for raw in every_field}
-        labelled = {raw.spec.name: raw.spec for raw in inputs + context + outputs}
+        labelled: dict[str, FieldSpec] = {}
+        for raw in inputs + context + outputs:
+            # The first definition wins: a redefinition is reported as a duplicate name.
+            labelled.setdefault(raw.spec.name, raw.spec)
+        broken = self.written(*self.written_names) - set(known)
         for raw in every_field:
             spec = raw.spec
             if raw.section == "output*" or spec.reference_name is None:
                 continue
+            if spec.reference_name in broken:
+                continue  # the referenced field is broken and already reported
+            if raw.section in TYPES_NOT_IN_SECTION.get(spec.type, ()):
+                continue  # the misplaced type is the problem, already reported
             path = _join(raw.path, "reference_name")
             reference_node = raw.mapping.items["reference_name"]
             target = spec.reference_name
@@ -939,6 +962,9 @@ class _Validator:
         return tuple(names)
 
     def check_target(self, name: str, path: str, node: _Node, targets: set[str]) -> None:
+        would_be_target = name in self.written("input") and name in self.written("output")
+        if not self.output_readable or (would_be_target and name not in targets):
+            return  # a consequence of an error in input/output, already reported
         if name not in targets:
             self.error_at(
                 codes.REFERENCE_NOT_TARGET,
@@ -998,7 +1024,12 @@ class _Validator:
                 if reference_node
                 else None
             )
-            if reference is not None and reference not in output_names:
+            if (
+                reference is not None
+                and reference not in output_names
+                and self.output_readable
+                and reference not in self.written("output")
+            ):
                 self.error_at(
                     codes.PERF_REFERENCE_NOT_OUTPUT,
                     _join(path, "reference_name"),
