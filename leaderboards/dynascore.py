@@ -1,0 +1,321 @@
+"""Dynascore: one leaderboard number from several metrics (pure: no DB, no HTTP).
+
+Source: Ma, Ethayarajh, Thrush et al., "Dynaboard: An Evaluation-As-A-Service Platform for
+Holistic Next-Generation Benchmarking", NeurIPS 2021, arXiv:2106.06052, section 5. The
+score is a utility: each metric is exchanged into units of the main (performance) metric
+through its average marginal rate of substitution (AMRS) with it, then weighted.
+
+Contract, for metrics ``i`` with user weights ``w_i`` and a main metric ``perf``:
+
+1. Each metric is averaged over the scoring datasets with the dataset weights
+   (``average_over_datasets``).
+2. Each value is converted so that higher is better: ``x`` for "higher" metrics and
+   ``offset - x`` for "lower" metrics (latency or memory: memory *saved* is the instance
+   memory minus the memory used; the caller passes the offset, e.g. the instance memory
+   or the largest value observed).
+3. The complete models are sorted by the converted main metric (ties by model name).
+4. ``AMRS_i = mean over consecutive pairs (a, b) of |x_i(b) - x_i(a)| / |perf(b) - perf(a)|``,
+   skipping pairs with ``|perf(b) - perf(a)| < epsilon`` (1e-4; Dynabench's own code scales
+   this cut-off by the largest perf value, we keep it absolute as the paper states it).
+   ``AMRS_perf = 1`` by definition.
+5. ``dynascore(model) = sum_i (w_i / sum_j w_j) * x_i(model) / AMRS_i``.
+
+A metric whose AMRS is 0 (constant across models, or no usable pair, e.g. with one model)
+contributes nothing and is listed in ``non_contributing_metrics``; the weights are not
+re-normalised for it, so with one model only the main metric counts. A model without a
+value for the main metric or for a metric of positive weight is *incomplete*: it gets no
+Dynascore, takes no part in the AMRS, and is listed after the ranked models with the
+metrics it misses (never dropped). Inputs are never mutated. Bad inputs raise
+``DynascoreError`` with a stable code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+HIGHER = "higher"
+LOWER = "lower"
+DEFAULT_EPSILON = 1e-4
+
+# Stable error codes.
+ALL_WEIGHTS_ZERO = "dynascore.E001"
+BAD_WEIGHT = "dynascore.E002"
+MAIN_METRIC_NOT_LISTED = "dynascore.E003"
+DUPLICATE_METRIC = "dynascore.E004"
+BAD_DIRECTION = "dynascore.E005"
+BAD_VALUE = "dynascore.E006"
+BAD_OFFSET = "dynascore.E007"
+BAD_EPSILON = "dynascore.E008"
+BAD_DATASET_WEIGHT = "dynascore.E009"
+
+
+class DynascoreError(ValueError):
+    """Raised for inputs the Dynascore cannot be computed from; ``code`` is stable."""
+
+    def __init__(self, code: str, message: str):
+        self.code = code
+        self.message = message
+        super().__init__(f"{message} [{code}]")
+
+
+@dataclass(frozen=True)
+class MetricInput:
+    """One metric of the Dynascore: its direction, user weight and conversion offset.
+
+    ``direction`` is "higher" or "lower" (``tasks.config.Direction`` values work too);
+    ``offset`` only applies to "lower" metrics, which enter as ``offset - value``.
+    """
+
+    name: str
+    direction: str = HIGHER
+    weight: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelScore:
+    """One leaderboard row: a model's Dynascore (None if incomplete) and its parts."""
+
+    model: str
+    dynascore: float | None
+    # 1-based; equal Dynascores share a rank (1, 2, 2, 4). None for incomplete models.
+    rank: int | None
+    # Converted metric values (higher is better) that entered the score.
+    converted: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    # Each metric's share of the Dynascore: normalised weight * converted value / AMRS.
+    contributions: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    missing_metrics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DynascoreResult:
+    """Everything the leaderboard shows about one Dynascore computation."""
+
+    dynascores: Mapping[str, float | None]
+    amrs: Mapping[str, float]
+    normalized_weights: Mapping[str, float]
+    # Complete models by Dynascore (desc, ties by name), then incomplete ones by name.
+    ranking: tuple[ModelScore, ...]
+    incomplete: Mapping[str, tuple[str, ...]]
+    non_contributing_metrics: tuple[str, ...]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _finite_number(value: object, code: str, what: str) -> float:
+    if not _is_number(value) or not math.isfinite(value):  # type: ignore[arg-type]
+        raise DynascoreError(code, f"{what} must be a finite number, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _checked_metrics(metrics: Sequence[MetricInput], main_metric: str) -> dict[str, MetricInput]:
+    by_name: dict[str, MetricInput] = {}
+    for metric in metrics:
+        if metric.name in by_name:
+            raise DynascoreError(DUPLICATE_METRIC, f"metric {metric.name!r} is listed twice")
+        if str(metric.direction) not in (HIGHER, LOWER):
+            raise DynascoreError(
+                BAD_DIRECTION,
+                f"metric {metric.name!r}: direction must be 'higher' or 'lower', "
+                f"got {metric.direction!r}",
+            )
+        weight = _finite_number(metric.weight, BAD_WEIGHT, f"the weight of {metric.name!r}")
+        if weight < 0:
+            raise DynascoreError(
+                BAD_WEIGHT, f"metric {metric.name!r}: weights cannot be negative, got {weight}"
+            )
+        offset = _finite_number(metric.offset, BAD_OFFSET, f"the offset of {metric.name!r}")
+        if str(metric.direction) == HIGHER and offset != 0:
+            raise DynascoreError(
+                BAD_OFFSET,
+                f"metric {metric.name!r} is higher-is-better; an offset only applies to "
+                "lower-is-better metrics",
+            )
+        by_name[metric.name] = metric
+    if main_metric not in by_name:
+        raise DynascoreError(
+            MAIN_METRIC_NOT_LISTED, f"the main metric {main_metric!r} is not among the metrics"
+        )
+    if sum(float(metric.weight) for metric in by_name.values()) <= 0:
+        raise DynascoreError(
+            ALL_WEIGHTS_ZERO,
+            "every metric weight is 0: give at least one metric a positive weight",
+        )
+    return by_name
+
+
+def _convert(metric: MetricInput, value: float) -> float:
+    return value if str(metric.direction) == HIGHER else float(metric.offset) - value
+
+
+def average_metric_ratio_scaling(
+    ordered_values: Sequence[tuple[float, float]], *, epsilon: float = DEFAULT_EPSILON
+) -> float:
+    """Return the AMRS of a metric from ``(perf, metric)`` pairs sorted by perf.
+
+    The mean over consecutive pairs of ``|delta metric| / |delta perf|``, skipping pairs
+    whose perf differs by less than ``epsilon``; 0.0 when no pair is usable.
+    """
+    ratios = [
+        abs(metric_b - metric_a) / abs(perf_b - perf_a)
+        for (perf_a, metric_a), (perf_b, metric_b) in zip(
+            ordered_values, ordered_values[1:], strict=False
+        )
+        if abs(perf_b - perf_a) >= epsilon
+    ]
+    return math.fsum(ratios) / len(ratios) if ratios else 0.0
+
+
+def compute_dynascores(
+    models: Mapping[str, Mapping[str, float | None]],
+    metrics: Sequence[MetricInput],
+    *,
+    main_metric: str,
+    epsilon: float = DEFAULT_EPSILON,
+) -> DynascoreResult:
+    """Return the Dynascore of every model (see the module docstring for the formula).
+
+    ``models`` maps a model name to its metric values (already averaged over datasets);
+    a missing or None value means the model has no value for that metric.
+    """
+    by_name = _checked_metrics(metrics, main_metric)
+    epsilon = _finite_number(epsilon, BAD_EPSILON, "epsilon")
+    if epsilon < 0:
+        raise DynascoreError(BAD_EPSILON, f"epsilon cannot be negative, got {epsilon}")
+    total_weight = math.fsum(float(metric.weight) for metric in by_name.values())
+    normalized_weights = {name: float(m.weight) / total_weight for name, m in by_name.items()}
+    required = [name for name, m in by_name.items() if name == main_metric or m.weight > 0]
+
+    converted: dict[str, dict[str, float]] = {}
+    incomplete: dict[str, tuple[str, ...]] = {}
+    for model in sorted(models):
+        values = models[model]
+        row: dict[str, float] = {}
+        for name, metric in by_name.items():
+            value = values.get(name)
+            if value is not None:
+                number = _finite_number(value, BAD_VALUE, f"model {model!r}, metric {name!r}")
+                row[name] = _convert(metric, number)
+        missing = tuple(name for name in required if name not in row)
+        if missing:
+            incomplete[model] = missing
+        else:
+            converted[model] = row
+
+    ordered = sorted(converted, key=lambda model: (converted[model][main_metric], model))
+    amrs: dict[str, float] = {}
+    for name in by_name:
+        if name == main_metric:
+            amrs[name] = 1.0
+            continue
+        pairs = [
+            (converted[model][main_metric], converted[model][name])
+            for model in ordered
+            if name in converted[model]
+        ]
+        amrs[name] = average_metric_ratio_scaling(pairs, epsilon=epsilon)
+    non_contributing = tuple(name for name, value in amrs.items() if value == 0)
+
+    complete_scores: list[ModelScore] = []
+    for model, row in converted.items():
+        contributions = {
+            name: normalized_weights[name] * row[name] / amrs[name]
+            for name in by_name
+            if amrs[name] > 0 and name in row
+        }
+        complete_scores.append(
+            ModelScore(
+                model=model,
+                dynascore=math.fsum(contributions.values()),
+                rank=None,
+                converted=MappingProxyType(dict(row)),
+                contributions=MappingProxyType(contributions),
+            )
+        )
+    complete_scores.sort(key=lambda score: (-score.dynascore, score.model))  # type: ignore[operator]
+
+    ranking: list[ModelScore] = []
+    for position, score in enumerate(complete_scores, start=1):
+        tied = ranking and ranking[-1].dynascore == score.dynascore
+        rank = ranking[-1].rank if tied else position
+        ranking.append(
+            ModelScore(score.model, score.dynascore, rank, score.converted, score.contributions)
+        )
+    for model, missing in incomplete.items():
+        ranking.append(ModelScore(model=model, dynascore=None, rank=None, missing_metrics=missing))
+
+    return DynascoreResult(
+        dynascores=MappingProxyType({score.model: score.dynascore for score in ranking}),
+        amrs=MappingProxyType(amrs),
+        normalized_weights=MappingProxyType(normalized_weights),
+        ranking=tuple(ranking),
+        incomplete=MappingProxyType(incomplete),
+        non_contributing_metrics=non_contributing,
+    )
+
+
+def average_over_datasets(
+    per_dataset: Mapping[str, Mapping[str, Mapping[str, float | None]]],
+    dataset_weights: Mapping[str, float] | None = None,
+) -> dict[str, dict[str, float | None]]:
+    """Return each model's metrics averaged over the scoring datasets, weighted.
+
+    ``per_dataset`` maps model -> dataset -> metric -> value. The scoring datasets are the
+    keys of ``dataset_weights`` (datasets of weight 0 and unlisted datasets are ignored),
+    or, without weights, every dataset in the table with equal weights. A metric is
+    averaged over the scoring datasets where some model has it (fairness may exist on
+    some datasets only); a model missing it on any of those gets None (incomplete).
+    """
+    if dataset_weights is None:
+        names = sorted({dataset for datasets in per_dataset.values() for dataset in datasets})
+        weights = dict.fromkeys(names, 1.0)
+    else:
+        weights = {}
+        for dataset, weight in dataset_weights.items():
+            number = _finite_number(weight, BAD_DATASET_WEIGHT, f"the weight of {dataset!r}")
+            if number < 0:
+                raise DynascoreError(
+                    BAD_DATASET_WEIGHT, f"dataset {dataset!r}: weights cannot be negative"
+                )
+            weights[dataset] = number
+        if weights and not any(weights.values()):
+            raise DynascoreError(
+                ALL_WEIGHTS_ZERO, "every dataset weight is 0: give a scoring dataset a weight"
+            )
+    scoring = [dataset for dataset, weight in weights.items() if weight > 0]
+
+    metrics_of: dict[str, list[str]] = {dataset: [] for dataset in scoring}
+    for model in sorted(per_dataset):
+        for dataset in scoring:
+            for metric, value in per_dataset[model].get(dataset, {}).items():
+                if value is not None and metric not in metrics_of[dataset]:
+                    metrics_of[dataset].append(metric)
+    all_metrics = list(dict.fromkeys(m for dataset in scoring for m in metrics_of[dataset]))
+
+    averages: dict[str, dict[str, float | None]] = {}
+    for model in sorted(per_dataset):
+        row: dict[str, float | None] = {}
+        for metric in all_metrics:
+            weighted: list[float] = []
+            total = 0.0
+            for dataset in scoring:
+                if metric not in metrics_of[dataset]:
+                    continue
+                value = per_dataset[model].get(dataset, {}).get(metric)
+                if value is None:
+                    weighted = []
+                    total = 0.0
+                    break
+                number = _finite_number(
+                    value, BAD_VALUE, f"model {model!r}, dataset {dataset!r}, metric {metric!r}"
+                )
+                weighted.append(weights[dataset] * number)
+                total += weights[dataset]
+            row[metric] = math.fsum(weighted) / total if total else None
+        averages[model] = row
+    return averages
