@@ -1,0 +1,395 @@
+"""Crowdworker statistics: cached counters (hooks), their reads and their repair.
+
+The annotation services call the ``stats_*`` hooks inside their own transactions, once per
+event. Each hook moves the cached counters of ``RoundStats``, ``WorkerStats`` and
+``tasks.Context`` with ``F()`` expressions, so concurrent requests never lose an update.
+``stats_recompute`` rebuilds every cached counter of a task from the data; tests assert that
+the cached numbers always equal the recomputed ones.
+
+What the counters mean (the contract shared by the hooks and ``stats_recompute``):
+
+- ``RoundStats.collected`` / ``WorkerStats.examples``: examples that are not retracted.
+- ``fooled``: of those, the ones where ``model_wrong`` is True.
+- ``verified_fooled``: of those, the ones settled ``correct`` (validators or owner).
+- ``WorkerStats.rejected``: non-retracted examples settled ``incorrect``.
+- ``RoundStats.validated``: non-retracted examples settled (any state but ``pending``).
+- ``retracted``: retracted examples.
+- ``WorkerStats.validations``: crowd validations (owner verdicts are not counted).
+- ``WorkerStats.time_spent_ms``: the sum of ``time_spent_ms`` of the worker's examples and
+  validations (retracted examples included: the time was spent).
+- ``Context.fooled_count`` / ``validated_correct_count`` / ``validated_incorrect_count``:
+  non-retracted examples of the context that fooled the model / were settled correct /
+  were settled incorrect. (``example_count`` and ``times_served`` belong to the services.)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q, Sum, Value
+from django.db.models.functions import Coalesce, Greatest
+
+from annotation.models import (
+    Example,
+    RoundStats,
+    Validation,
+    ValidationState,
+    WorkerStats,
+)
+from tasks.models import Context, Round, Task
+
+ROUND_FIELDS = ("collected", "fooled", "verified_fooled", "retracted", "validated")
+WORKER_FIELDS = (
+    "examples",
+    "fooled",
+    "verified_fooled",
+    "rejected",
+    "retracted",
+    "validations",
+    "time_spent_ms",
+)
+CONTEXT_FIELDS = ("fooled_count", "validated_correct_count", "validated_incorrect_count")
+
+
+# --------------------------------------------------------------------------------------------
+# Atomic counter moves
+# --------------------------------------------------------------------------------------------
+
+
+def _increments(deltas: Mapping[str, int]) -> dict:
+    """Turn ``{field: delta}`` into ``update()`` kwargs; never let a counter go below zero."""
+    updates = {}
+    for field, delta in deltas.items():
+        if delta > 0:
+            updates[field] = F(field) + delta
+        elif delta < 0:
+            # A negative move on a row that drifted must not crash the caller's transaction;
+            # ``stats_recompute`` repairs drift.
+            updates[field] = Greatest(F(field) - (-delta), Value(0))
+    return updates
+
+
+def _bump(model, lookup: dict, deltas: Mapping[str, int]) -> None:
+    """Add ``deltas`` to the row of ``model`` matching ``lookup``, creating it if missing.
+
+    One UPDATE in the common case. A missing row is inserted inside a savepoint; if a
+    concurrent request inserted it first, the unique constraint fires and we update instead.
+    """
+    updates = _increments(deltas)
+    if not updates:
+        return
+    if model.objects.filter(**lookup).update(**updates):
+        return
+    initial = {field: max(delta, 0) for field, delta in deltas.items()}
+    try:
+        with transaction.atomic():
+            model.objects.create(**lookup, **initial)
+    except IntegrityError:
+        model.objects.filter(**lookup).update(**updates)
+
+
+def _worker_lookup(*, task_id, round_id, user_id, campaign_worker_id) -> dict | None:
+    if user_id is not None:
+        return {"task_id": task_id, "round_id": round_id, "user_id": user_id}
+    if campaign_worker_id is not None:
+        return {"task_id": task_id, "round_id": round_id, "campaign_worker_id": campaign_worker_id}
+    return None
+
+
+def _apply(example: Example, round_deltas, worker_deltas, context_deltas) -> None:
+    if any(round_deltas.values()):
+        _bump(RoundStats, {"round_id": example.round_id}, round_deltas)
+    lookup = _worker_lookup(
+        task_id=example.task_id,
+        round_id=example.round_id,
+        user_id=example.user_id,
+        campaign_worker_id=example.campaign_worker_id,
+    )
+    if lookup is not None and any(worker_deltas.values()):
+        _bump(WorkerStats, lookup, worker_deltas)
+    if example.context_id is not None:
+        updates = _increments(context_deltas)
+        if updates:
+            Context.objects.filter(pk=example.context_id).update(**updates)
+
+
+@dataclass(frozen=True)
+class _Contribution:
+    """What one non-retracted example adds to the counters beyond being collected."""
+
+    fooled: int = 0
+    verified_fooled: int = 0
+    rejected: int = 0
+    validated: int = 0
+    context_correct: int = 0
+    context_incorrect: int = 0
+
+
+def _contribution(model_wrong: bool | None, state: str) -> _Contribution:
+    settled = state != ValidationState.PENDING
+    return _Contribution(
+        fooled=int(model_wrong is True),
+        verified_fooled=int(model_wrong is True and state == ValidationState.CORRECT),
+        rejected=int(state == ValidationState.INCORRECT),
+        validated=int(settled),
+        context_correct=int(state == ValidationState.CORRECT),
+        context_incorrect=int(state == ValidationState.INCORRECT),
+    )
+
+
+def _move(example: Example, old: _Contribution, new: _Contribution, *, collected: int = 0):
+    """Apply ``new - old`` (plus ``collected`` examples) to every counter of ``example``."""
+    fooled = new.fooled - old.fooled
+    verified = new.verified_fooled - old.verified_fooled
+    rejected = new.rejected - old.rejected
+    _apply(
+        example,
+        {
+            "collected": collected,
+            "fooled": fooled,
+            "verified_fooled": verified,
+            "validated": new.validated - old.validated,
+        },
+        {
+            "examples": collected,
+            "fooled": fooled,
+            "verified_fooled": verified,
+            "rejected": rejected,
+        },
+        {
+            "fooled_count": fooled,
+            "validated_correct_count": new.context_correct - old.context_correct,
+            "validated_incorrect_count": new.context_incorrect - old.context_incorrect,
+        },
+    )
+
+
+NOTHING = _Contribution()
+
+
+# --------------------------------------------------------------------------------------------
+# Hooks called by the annotation services (inside their transactions)
+# --------------------------------------------------------------------------------------------
+
+
+def stats_example_created(example: Example) -> None:
+    """Count a new example (and its verdict and time, if already known at creation).
+
+    Call once, right after the example row is inserted. If ``model_wrong`` is already set
+    (e.g. no model in the loop and the worker gave the verdict), do not call
+    ``stats_example_verdict`` again for it.
+    """
+    contribution = (
+        NOTHING
+        if example.retracted
+        else _contribution(example.model_wrong, example.validation_state)
+    )
+    if example.retracted:
+        _apply(example, {"retracted": 1}, {"retracted": 1}, {})
+    else:
+        _move(example, NOTHING, contribution, collected=1)
+    if example.time_spent_ms:
+        stats_time_spent(example, example.time_spent_ms)
+
+
+def stats_example_verdict(example: Example, previous_model_wrong: bool | None = None) -> None:
+    """Count the verdict once ``example.model_wrong`` is known (fooled when True).
+
+    ``previous_model_wrong`` is the value before the change (None the first time); pass it
+    if a verdict is ever revised so its contribution is undone.
+    """
+    if example.retracted:
+        return
+    state = example.validation_state
+    _move(
+        example,
+        _contribution(previous_model_wrong, state),
+        _contribution(example.model_wrong, state),
+    )
+
+
+def stats_example_retracted(example: Example) -> None:
+    """Move an example from the collected counters to ``retracted`` (call once per retraction).
+
+    ``example`` carries its state at retraction time (``model_wrong``, ``validation_state``).
+    """
+    old = _contribution(example.model_wrong, example.validation_state)
+    _move(example, old, NOTHING, collected=-1)
+    _apply(example, {"retracted": 1}, {"retracted": 1}, {})
+
+
+def stats_example_settled(example: Example, previous_state: str) -> None:
+    """Count a change of ``example.validation_state`` from ``previous_state``.
+
+    Called once per change out of PENDING (consensus) and once per owner override, with the
+    new state already on ``example``. Verified fooled when settled correct and model_wrong;
+    rejected when settled incorrect; the previous state's contribution is undone.
+    """
+    if example.retracted or previous_state == example.validation_state:
+        return
+    _move(
+        example,
+        _contribution(example.model_wrong, previous_state),
+        _contribution(example.model_wrong, example.validation_state),
+    )
+
+
+def stats_validation_created(validation: Validation) -> None:
+    """Count a crowd validation for its worker, in the round of the validated example.
+
+    Owner verdicts are not crowd work and are not counted here (the settle hook counts
+    their effect on the example).
+    """
+    if validation.is_owner_verdict:
+        return
+    example = validation.example
+    lookup = _worker_lookup(
+        task_id=example.task_id,
+        round_id=example.round_id,
+        user_id=validation.user_id,
+        campaign_worker_id=validation.campaign_worker_id,
+    )
+    if lookup is None:
+        return
+    _bump(WorkerStats, lookup, {"validations": 1, "time_spent_ms": validation.time_spent_ms or 0})
+
+
+def stats_time_spent(item: Example | Validation, milliseconds: int) -> None:
+    """Add ``milliseconds`` to the worker's time (``item`` is the example or validation)."""
+    if milliseconds <= 0:
+        return
+    example = item.example if isinstance(item, Validation) else item
+    lookup = _worker_lookup(
+        task_id=example.task_id,
+        round_id=example.round_id,
+        user_id=item.user_id,
+        campaign_worker_id=item.campaign_worker_id,
+    )
+    if lookup is not None:
+        _bump(WorkerStats, lookup, {"time_spent_ms": int(milliseconds)})
+
+
+# --------------------------------------------------------------------------------------------
+# Repair: rebuild the cached counters from the data
+# --------------------------------------------------------------------------------------------
+
+
+def _example_aggregates():
+    live = Q(retracted=False)
+    return {
+        "collected": Count("id", filter=live),
+        "fooled": Count("id", filter=live & Q(model_wrong=True)),
+        "verified_fooled": Count(
+            "id", filter=live & Q(model_wrong=True, validation_state=ValidationState.CORRECT)
+        ),
+        "rejected": Count("id", filter=live & Q(validation_state=ValidationState.INCORRECT)),
+        "validated": Count("id", filter=live & ~Q(validation_state=ValidationState.PENDING)),
+        "retracted": Count("id", filter=Q(retracted=True)),
+        "time": Coalesce(Sum("time_spent_ms"), 0),
+    }
+
+
+@transaction.atomic
+def stats_recompute(task: Task) -> dict:
+    """Rebuild the task's RoundStats, WorkerStats and Context counters from the data.
+
+    For the admin's repair action. Locks the task's RoundStats rows while rewriting so a
+    concurrent hook waits. Returns how many rows of each kind were written.
+    """
+    round_ids = list(Round.objects.filter(task=task).values_list("id", flat=True))
+    list(RoundStats.objects.select_for_update().filter(round_id__in=round_ids))
+    aggregates = _example_aggregates()
+
+    # Rounds.
+    by_round = {
+        row["round_id"]: row
+        for row in Example.objects.filter(task=task)
+        .order_by()
+        .values("round_id")
+        .annotate(**aggregates)
+    }
+    round_rows = []
+    for round_id in round_ids:
+        row = by_round.get(round_id, {})
+        round_rows.append(
+            RoundStats(round_id=round_id, **{field: row.get(field, 0) for field in ROUND_FIELDS})
+        )
+    RoundStats.objects.filter(round_id__in=round_ids).delete()
+    RoundStats.objects.bulk_create(round_rows)
+
+    # Workers: examples, then validations, merged per (round, user | campaign worker).
+    workers: dict[tuple, dict] = defaultdict(lambda: dict.fromkeys(WORKER_FIELDS, 0))
+    example_rows = (
+        Example.objects.filter(task=task)
+        .filter(Q(user__isnull=False) | Q(campaign_worker__isnull=False))
+        .order_by()
+        .values("round_id", "user_id", "campaign_worker_id")
+        .annotate(**aggregates)
+    )
+    for row in example_rows:
+        key = _worker_key(row)
+        counters = workers[key]
+        counters["examples"] += row["collected"]
+        for field in ("fooled", "verified_fooled", "rejected", "retracted"):
+            counters[field] += row[field]
+        counters["time_spent_ms"] += row["time"]
+    validation_rows = (
+        Validation.objects.filter(example__task=task, is_owner_verdict=False)
+        .filter(Q(user__isnull=False) | Q(campaign_worker__isnull=False))
+        .order_by()
+        .values("user_id", "campaign_worker_id", round_id=F("example__round_id"))
+        .annotate(count=Count("id"), time=Coalesce(Sum("time_spent_ms"), 0))
+    )
+    for row in validation_rows:
+        counters = workers[_worker_key(row)]
+        counters["validations"] += row["count"]
+        counters["time_spent_ms"] += row["time"]
+    WorkerStats.objects.filter(task=task).delete()
+    WorkerStats.objects.bulk_create(
+        [
+            WorkerStats(
+                task=task,
+                round_id=round_id,
+                user_id=user_id,
+                campaign_worker_id=None if user_id is not None else campaign_worker_id,
+                **counters,
+            )
+            for (round_id, user_id, campaign_worker_id), counters in workers.items()
+        ],
+        batch_size=1000,
+    )
+
+    # Contexts: one UPDATE with correlated subqueries would lock many rows for long; the
+    # counts per context are grouped once and written per changed context.
+    context_counts = {
+        row["context_id"]: row
+        for row in Example.objects.filter(task=task, retracted=False, context__isnull=False)
+        .order_by()
+        .values("context_id")
+        .annotate(
+            fooled_count=Count("id", filter=Q(model_wrong=True)),
+            validated_correct_count=Count("id", filter=Q(validation_state=ValidationState.CORRECT)),
+            validated_incorrect_count=Count(
+                "id", filter=Q(validation_state=ValidationState.INCORRECT)
+            ),
+        )
+    }
+    changed = []
+    for context in Context.objects.filter(task=task).only("id", *CONTEXT_FIELDS):
+        row = context_counts.get(context.id, {})
+        values = {field: row.get(field, 0) for field in CONTEXT_FIELDS}
+        if any(getattr(context, field) != value for field, value in values.items()):
+            for field, value in values.items():
+                setattr(context, field, value)
+            changed.append(context)
+    Context.objects.bulk_update(changed, CONTEXT_FIELDS, batch_size=1000)
+    return {"rounds": len(round_rows), "workers": len(workers), "contexts": len(changed)}
+
+
+def _worker_key(row: dict) -> tuple:
+    """One worker per round: a user, else a campaign worker (user wins if both are set)."""
+    user_id = row["user_id"]
+    return (row["round_id"], user_id, None if user_id is not None else row["campaign_worker_id"])
