@@ -191,8 +191,12 @@ def _check_present_field(
     value = data.get(spec.name)
     # A worker leaving a text box blank has not answered; a model answering "" has.
     missing = value is None if role in (_OUTPUT, _GOLD) else _is_blank(value)
-    if spec.type == FieldType.CONTEXT_STRING_SELECTION and role == _FORM and not missing:
-        missing = isinstance(value, Mapping) and not selection_text(value).strip()
+    if role == _FORM and isinstance(value, Mapping) and not missing:
+        # A selection object without (or with blank) text is unanswered; a text of the
+        # wrong type is reported as such by the shape check below.
+        text = value.get("text")
+        is_selection = spec.type == FieldType.CONTEXT_STRING_SELECTION
+        missing = is_selection and (text is None or (isinstance(text, str) and not text.strip()))
     if missing:
         must = (not spec.optional) if required is None else required
         if must:
