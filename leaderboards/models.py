@@ -121,6 +121,8 @@ class EvaluationRun(models.Model):
     error_message = models.TextField(blank=True)
     first_bad_response = models.TextField(blank=True)
     model_version = models.CharField(max_length=200, blank=True)
+    # From the endpoint's health report when the run started (None: not reported).
+    memory_gb = models.FloatField(null=True, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -149,6 +151,9 @@ class EvaluationShard(models.Model):
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     job_id = models.CharField(max_length=100, blank=True)
+    # Job metrics: seconds spent sending and storing, and each request's latency.
+    work_seconds = models.FloatField(default=0.0)
+    batch_latencies_ms = models.JSONField(default=list, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
