@@ -64,3 +64,46 @@ class ContextFactory(factory.django.DjangoModelFactory):
     config_version = factory.LazyAttribute(lambda context: context.task.current_config)
     data = factory.Sequence(lambda n: {"context": f"A demo context number {n}."})
     tag = ""
+
+
+class ModelFactory(factory.django.DjangoModelFactory):
+    """A published predictions-file model (no endpoint) of a task."""
+
+    class Meta:
+        model = "models_hub.Model"
+
+    task = factory.SubFactory(TaskFactory)
+    owner = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"model-{n}")
+    protocol = "none"
+    endpoint_url = ""
+    is_published = True
+
+
+class DatasetFactory(factory.django.DjangoModelFactory):
+    """A scoring dataset of a task, under the task's current config version."""
+
+    class Meta:
+        model = "leaderboards.Dataset"
+
+    task = factory.SubFactory(TaskFactory)
+    name = factory.Sequence(lambda n: f"Dataset {n}")
+    slug = factory.Sequence(lambda n: f"dataset-{n}")
+    access_type = "scoring"
+    config_version = factory.LazyAttribute(lambda dataset: dataset.task.current_config)
+
+
+class ScoreFactory(factory.django.DjangoModelFactory):
+    """The score of a model on a dataset; pass ``metrics={name: value}``."""
+
+    class Meta:
+        model = "leaderboards.Score"
+
+    model = factory.SubFactory(ModelFactory)
+    dataset = factory.SubFactory(DatasetFactory, task=factory.SelfAttribute("..model.task"))
+    config_version = factory.LazyAttribute(lambda score: score.dataset.config_version)
+    metrics = factory.LazyFunction(dict)
+    main_metric = factory.LazyAttribute(
+        lambda score: score.dataset.task.config.main_perf_metric.name
+    )
+    main_value = factory.LazyAttribute(lambda score: score.metrics.get(score.main_metric))
