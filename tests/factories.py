@@ -107,3 +107,58 @@ class ScoreFactory(factory.django.DjangoModelFactory):
         lambda score: score.dataset.task.config.main_perf_metric.name
     )
     main_value = factory.LazyAttribute(lambda score: score.metrics.get(score.main_metric))
+
+
+class CampaignFactory(factory.django.DjangoModelFactory):
+    """A crowd campaign on the task's latest round."""
+
+    class Meta:
+        model = "annotation.Campaign"
+
+    task = factory.SubFactory(TaskFactory)
+    round = factory.LazyAttribute(lambda campaign: campaign.task.rounds.order_by("-number").first())
+    name = factory.Sequence(lambda n: f"Campaign {n}")
+    kind = "create"
+    quota = 3
+    worker_id_param = "PROLIFIC_PID"
+    completion_code = factory.Sequence(lambda n: f"CODE{n:04d}")
+
+
+class CampaignWorkerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "annotation.CampaignWorker"
+
+    campaign = factory.SubFactory(CampaignFactory)
+    external_id = factory.Sequence(lambda n: f"pid{n:06d}")
+
+
+class ExampleFactory(factory.django.DjangoModelFactory):
+    """An example the model answered, written by a user (no stats hooks are called)."""
+
+    class Meta:
+        model = "annotation.Example"
+
+    task = factory.SubFactory(TaskFactory)
+    round = factory.LazyAttribute(lambda example: example.task.rounds.order_by("-number").first())
+    context = factory.SubFactory(
+        ContextFactory, task=factory.SelfAttribute("..task"), round=factory.SelfAttribute("..round")
+    )
+    config_version = factory.LazyAttribute(lambda example: example.task.current_config)
+    user = factory.SubFactory(UserFactory)
+    input = factory.Sequence(lambda n: {"statement": f"Statement {n}.", "label": "positive"})
+    goal_label = "positive"
+    status = "model_answered"
+    model_output = factory.LazyFunction(lambda: {"label": "negative", "prob": [0.7, 0.2, 0.1]})
+    model_wrong = True
+    verdict_source = "metric"
+
+
+class ValidationFactory(factory.django.DjangoModelFactory):
+    """A crowd validation of an example (no stats hooks and no example counters move)."""
+
+    class Meta:
+        model = "annotation.Validation"
+
+    example = factory.SubFactory(ExampleFactory)
+    user = factory.SubFactory(UserFactory)
+    label = "correct"
