@@ -10,6 +10,7 @@ Standard library only: it runs before the virtualenv exists.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shutil
@@ -49,7 +50,7 @@ def run(command: list[str], **kwargs) -> None:
 
 
 def ensure_venv(requirements: str) -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - runs under any system python3
         fail("Python 3.11 or newer is needed")
     if not PYTHON.exists():
         say(f"creating virtualenv in {VENV}")
@@ -102,10 +103,8 @@ class Processes:
     def stop(self) -> None:
         for _, process in reversed(self.children):
             if process.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         deadline = time.monotonic() + 10
         for _, process in self.children:
             try:
@@ -133,8 +132,19 @@ def choose_redis(env: dict, processes: Processes) -> str:
     workdir = tempfile.mkdtemp(prefix="dynatask-redis-")
     processes.start(
         "redis",
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
         env,
         stdout=subprocess.DEVNULL,
     )
@@ -146,7 +156,9 @@ def choose_redis(env: dict, processes: Processes) -> str:
 def postgres_reachable() -> bool:
     if not port_open("127.0.0.1", 5432):
         return False
-    probe = "import psycopg; psycopg.connect('postgresql://postgres@127.0.0.1:5432/postgres').close()"
+    probe = (
+        "import psycopg; psycopg.connect('postgresql://postgres@127.0.0.1:5432/postgres').close()"
+    )
     return subprocess.run([str(PYTHON), "-c", probe], capture_output=True).returncode == 0
 
 
@@ -203,8 +215,10 @@ def command_run(options: argparse.Namespace) -> None:
         )
         wait_for_port(options.port, 60, "the web server")
         say(f"Dynatask is running at {url}")
-        say("log in at {}accounts/login/ as admin / dynatask-admin "
-            "(workers: worker1 / dynatask-worker1, worker2 / dynatask-worker2)".format(url))
+        say(
+            f"log in at {url}accounts/login/ as admin / dynatask-admin "
+            "(workers: worker1 / dynatask-worker1, worker2 / dynatask-worker2)"
+        )
         say("press Ctrl-C to stop everything")
         while True:
             for name, process in processes.children:
@@ -254,7 +268,9 @@ def command_test(options: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run_parser = sub.add_parser("run", help="install and run the platform with the demo")
     run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))

@@ -6,6 +6,7 @@ Owners (staff users who own a task) see and edit only their own tasks; superuser
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -29,9 +30,11 @@ class OwnerScopedAdmin(admin.ModelAdmin):
     task_lookup = "task"
 
     def owner_filter(self, request):
-        return {f"{self.task_lookup}__owners": request.user} if self.task_lookup else {
-            "owners": request.user
-        }
+        return (
+            {f"{self.task_lookup}__owners": request.user}
+            if self.task_lookup
+            else {"owners": request.user}
+        )
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
@@ -43,8 +46,10 @@ class OwnerScopedAdmin(admin.ModelAdmin):
         return obj if isinstance(obj, Task) else getattr(obj, "task", None)
 
     def _owns_any(self, request) -> bool:
-        return request.user.is_active and request.user.is_staff and (
-            request.user.is_superuser or request.user.owned_tasks.exists()
+        return (
+            request.user.is_active
+            and request.user.is_staff
+            and (request.user.is_superuser or request.user.owned_tasks.exists())
         )
 
     def has_module_permission(self, request):
@@ -182,7 +187,7 @@ class TaskAdmin(OwnerScopedAdmin):
     def _owned_task(self, request, task_id):
         task = get_object_or_404(Task.objects.select_related("current_config"), pk=task_id)
         if not is_task_owner(request.user, task):
-            raise admin.sites.PermissionDenied
+            raise PermissionDenied
         return task
 
     def upload_contexts_view(self, request, task_id):
@@ -314,14 +319,16 @@ class TaskProposalAdmin(admin.ModelAdmin):
 
     def decide_view(self, request, proposal_id, decision):
         if not request.user.is_superuser or decision not in {"accept", "reject"}:
-            raise admin.sites.PermissionDenied
+            raise PermissionDenied
         proposal = get_object_or_404(TaskProposal, pk=proposal_id)
         form = ProposalDecisionForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             reason = form.cleaned_data["reason"]
             try:
                 if decision == "accept":
-                    task = services.proposal_accept(proposal, decided_by=request.user, reason=reason)
+                    task = services.proposal_accept(
+                        proposal, decided_by=request.user, reason=reason
+                    )
                     messages.success(request, f"Accepted: task {task.code} created with round 1.")
                 else:
                     services.proposal_reject(proposal, decided_by=request.user, reason=reason)

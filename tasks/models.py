@@ -21,7 +21,9 @@ class Task(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     instructions = models.TextField(blank=True, help_text="Markdown, shown to workers.")
-    owners = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="owned_tasks", blank=True)
+    owners = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="owned_tasks", blank=True
+    )
     hidden = models.BooleanField(default=False, help_text="Hidden tasks are not listed publicly.")
     active = models.BooleanField(default=True, help_text="Inactive tasks take no new examples.")
     accepts_models = models.BooleanField(

@@ -56,16 +56,22 @@ def iter_jsonl(stream: IO) -> Iterator[tuple[int, dict | UploadLineError]]:
         try:
             line = text.readline(MAX_LINE_BYTES + 1)
         except UnicodeDecodeError as error:
-            yield line_number + 1, UploadLineError(
-                line_number + 1, "upload.E001", f"not valid UTF-8 ({error.reason})"
+            yield (
+                line_number + 1,
+                UploadLineError(
+                    line_number + 1, "upload.E001", f"not valid UTF-8 ({error.reason})"
+                ),
             )
             return
         if not line:
             return
         line_number += 1
         if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
-            yield line_number, UploadLineError(
-                line_number, "upload.E002", f"line longer than {MAX_LINE_BYTES} characters"
+            yield (
+                line_number,
+                UploadLineError(
+                    line_number, "upload.E002", f"line longer than {MAX_LINE_BYTES} characters"
+                ),
             )
             # Skip the rest of the oversized line.
             while line and not line.endswith("\n"):
@@ -76,13 +82,17 @@ def iter_jsonl(stream: IO) -> Iterator[tuple[int, dict | UploadLineError]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            yield line_number, UploadLineError(
-                line_number, "upload.E003", f"invalid JSON: {error.msg} at column {error.colno}"
+            yield (
+                line_number,
+                UploadLineError(
+                    line_number, "upload.E003", f"invalid JSON: {error.msg} at column {error.colno}"
+                ),
             )
             continue
         if not isinstance(record, dict):
-            yield line_number, UploadLineError(
-                line_number, "upload.E004", "each line must be a JSON object"
+            yield (
+                line_number,
+                UploadLineError(line_number, "upload.E004", "each line must be a JSON object"),
             )
             continue
         yield line_number, record
@@ -110,8 +120,11 @@ def iter_csv(stream: IO) -> Iterator[tuple[int, dict | UploadLineError]]:
             yield start_line, UploadLineError(start_line, "upload.E005", f"unreadable CSV: {error}")
             return
         if None in row:
-            yield start_line, UploadLineError(
-                start_line, "upload.E007", "the row has more cells than the header"
+            yield (
+                start_line,
+                UploadLineError(
+                    start_line, "upload.E007", "the row has more cells than the header"
+                ),
             )
             continue
         yield start_line, {key: value for key, value in row.items() if key}

@@ -33,14 +33,20 @@ class Command(BaseCommand):
         try:
             task = Task.objects.filter(code=code).first()
             if task is None:
-                task = services.task_create(code=code, name=name, yaml_text=yaml_text, owners=owners)
+                task = services.task_create(
+                    code=code, name=name, yaml_text=yaml_text, owners=owners
+                )
                 self.stdout.write(self.style.SUCCESS(f"created task {code}"))
             else:
                 version = services.task_update_config(task, yaml_text)
                 task.owners.add(*owners)
-                self.stdout.write(self.style.SUCCESS(f"task {code} is at config v{version.version}"))
+                self.stdout.write(
+                    self.style.SUCCESS(f"task {code} is at config v{version.version}")
+                )
         except ServiceError as error:
             for issue in error.details.get("issues", []):
                 line = f"line {issue['line']}: " if issue.get("line") else ""
-                self.stderr.write(f"{file}:{line}{issue['path']}: {issue['message']} [{issue['code']}]")
+                self.stderr.write(
+                    f"{file}:{line}{issue['path']}: {issue['message']} [{issue['code']}]"
+                )
             raise CommandError(error.message) from error

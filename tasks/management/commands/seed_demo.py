@@ -4,9 +4,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks.seed import DEMO_ADMIN_PASSWORD, DEMO_ADMIN_USERNAME
 from tasks.demo_registry import SeedOptions, run_seeders
 from tasks.errors import ServiceError
+from tasks.seed import DEMO_ADMIN_PASSWORD, DEMO_ADMIN_USERNAME
 
 
 class Command(BaseCommand):

@@ -1,0 +1,97 @@
+"""Management commands: load_task, import_contexts, seed_demo."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tasks.models import Context, Task
+from tests.factories import TaskFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+DYNABENCH = Path(__file__).resolve().parents[3] / "shared" / "task_configs" / "dynabench"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@pytest.mark.parametrize("name", ["nli", "qa", "sentiment", "hs", "vqa", "flores"])
+def test_load_task_loads_each_dynabench_config(name):
+    owner = UserFactory(username="loader")
+    out = StringIO()
+    call_command(
+        "load_task",
+        str(DYNABENCH / f"{name}_task_config.yaml"),
+        code=name,
+        name=name,
+        owner="loader",
+        stdout=out,
+    )
+    task = Task.objects.get(code=name)
+    assert task.owners.filter(pk=owner.pk).exists()
+    assert task.config is not None
+
+
+def test_load_task_reports_errors_with_lines(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("input:\n  - name: x\n    type: nope\noutput: []\n")
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command("load_task", str(bad), code="bad", name="Bad", stderr=err)
+    assert "line 3" in err.getvalue()
+    assert not Task.objects.filter(code="bad").exists()
+
+
+def test_load_task_rejects_dataperf_with_a_clear_code():
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "load_task",
+            str(DYNABENCH / "dataperf_image_labelling_task_config.yaml"),
+            code="dataperf",
+            name="DataPerf",
+            stderr=err,
+        )
+    assert "[config." in err.getvalue()
+
+
+def test_import_contexts_command(tmp_path):
+    task = TaskFactory(code="ctx")
+    path = tmp_path / "contexts.jsonl"
+    path.write_text("\n".join(json.dumps({"context": {"context": f"c{i}"}}) for i in range(5)))
+    call_command("import_contexts", "ctx", str(path), tag="batch", stdout=StringIO())
+    assert Context.objects.filter(task=task, tag="batch").count() == 5
+
+
+def test_import_contexts_command_names_bad_lines(tmp_path):
+    TaskFactory(code="ctx2")
+    path = tmp_path / "contexts.jsonl"
+    path.write_text('{"context": {"context": "ok"}}\n{"context": {"nope": 1}}\n')
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_contexts", "ctx2", str(path), stderr=err)
+    assert f"{path}:2:" in err.getvalue()
+    assert Context.objects.count() == 0
+
+
+def test_seed_demo_is_idempotent():
+    out = StringIO()
+    call_command("seed_demo", "--no-evaluate", stdout=out)
+    codes = set(Task.objects.values_list("code", flat=True))
+    assert {"sentiment", "nli", "qa", "hs"} <= codes
+    counts = {task.code: task.contexts.count() for task in Task.objects.all()}
+    assert all(count > 0 for count in counts.values())
+    call_command("seed_demo", "--no-evaluate", stdout=StringIO())
+    assert {task.code: task.contexts.count() for task in Task.objects.all()} == counts
+    assert "admin" in out.getvalue()
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not present")
+def test_seed_demo_with_shared_data_loads_real_contexts():
+    call_command("seed_demo", "--no-evaluate", "--shared-data", str(SHARED_DATA), stdout=StringIO())
+    assert Task.objects.get(code="qa").contexts.filter(tag="Super_Bowl_50").exists()
+    assert Task.objects.get(code="nli").contexts.filter(tag="anli-r1").count() >= 100
+    assert Task.objects.filter(code="mt").exists()
