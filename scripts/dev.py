@@ -28,9 +28,9 @@ PYTHON = VENV / "bin" / "python"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 DEMO_MODELS = {
     "sentiment": "models_hub.demo.sentiment:SentimentHandler",
-    "nli": "models_hub.demo.nli:NliHandler",
-    "qa": "models_hub.demo.qa:QaHandler",
-    "hs": "models_hub.demo.hate_speech:HateSpeechHandler",
+    "nli": "models_hub.demo.nli:NLIHandler",
+    "qa": "models_hub.demo.qa:QAHandler",
+    "hs": "models_hub.demo.hate:HateSpeechHandler",
 }
 
 
