@@ -1,0 +1,136 @@
+"""Reads of the models hub: endpoint specs, the models in the loop, visible models."""
+
+from __future__ import annotations
+
+import random
+
+from django.conf import settings
+from django.db.models import Q
+
+from models_hub.client import EndpointSpec
+from models_hub.errors import ModelConfigurationError
+from models_hub.models import Model, ModelStatus, RoundModel
+from tasks.errors import NotFound
+from tasks.models import Round, Task
+from tasks.permissions import can_manage_task, can_view_task
+
+ANONYMOUS_OWNER = "anonymous"
+# A model whose health was never checked may still be picked: the seeder and registration
+# check health right away, and a failing live call is a normal, handled outcome.
+PICKABLE_STATUSES = (ModelStatus.HEALTHY, ModelStatus.UNKNOWN)
+
+
+def endpoint_spec(model: Model) -> EndpointSpec:
+    """Return the client's view of ``model``: URL, protocol, token, limits and the allowlist.
+
+    Raises ``ModelConfigurationError`` for a model without an endpoint (protocol ``none``).
+    """
+    if not model.has_endpoint:
+        raise ModelConfigurationError("this model has no endpoint (predictions-file only)")
+    return EndpointSpec(
+        url=model.endpoint_url,
+        protocol=model.protocol,
+        token=model.auth_token or None,
+        connect_timeout=model.connect_timeout,
+        read_timeout=model.read_timeout,
+        batch_size=model.batch_size,
+        max_concurrency=model.max_concurrency,
+        options=model.options or {},
+        allowed_hosts=tuple(settings.MODELS_HUB_ALLOWED_HOSTS),
+        max_response_bytes=settings.MODELS_HUB_MAX_RESPONSE_BYTES,
+    )
+
+
+def _with_task(queryset):
+    # ``predict_live`` needs the task's code and current config: load them in the same query.
+    return queryset.select_related("task", "task__current_config")
+
+
+def models_in_loop(round: Round) -> list[Model]:
+    """Return the models in the loop of ``round`` (one query), ordered by name."""
+    return list(_with_task(Model.objects.filter(round_models__round=round)).order_by("name", "pk"))
+
+
+def model_pick_for_round(round: Round, rng: random.Random | None = None) -> Model | None:
+    """Pick a random in-the-loop model of ``round`` that is healthy or not yet checked.
+
+    Returns None when the round has no such model. Recording which model answered is the
+    caller's job. One query.
+    """
+    candidates = list(
+        _with_task(
+            Model.objects.filter(round_models__round=round, status__in=PICKABLE_STATUSES)
+            .exclude(protocol="none")
+            .exclude(endpoint_url="")
+        ).order_by("pk")
+    )
+    if not candidates:
+        return None
+    return (rng or random).choice(candidates)
+
+
+def _label_owner(model: Model, user, manages_task: bool) -> Model:
+    """Set ``model.owner_display``: the owner's name, or "anonymous" for other people."""
+    sees_owner = manages_task or (user.is_authenticated and model.owner_id == user.pk)
+    if model.is_anonymous and not sees_owner:
+        model.owner_display = ANONYMOUS_OWNER
+    else:
+        model.owner_display = model.owner.get_username()
+    return model
+
+
+def model_list_for_task(task: Task, user) -> list[Model]:
+    """Return the models of ``task`` that ``user`` may see, each with ``owner_display``.
+
+    Everyone sees published models; a user also sees their own; task owners see all.
+    One query (plus one for ownership when the task's owners are not prefetched).
+    """
+    manages = can_manage_task(user, task)
+    models = Model.objects.filter(task=task).select_related("owner")
+    if not manages:
+        visible = Q(is_published=True)
+        if user.is_authenticated:
+            visible |= Q(owner=user)
+        models = models.filter(visible)
+    return [_label_owner(model, user, manages) for model in models.order_by("name", "pk")]
+
+
+def model_get_visible(pk: int, user) -> Model:
+    """Return model ``pk`` with ``owner_display`` if ``user`` may see it, else raise NotFound."""
+    model = (
+        Model.objects.select_related("owner", "task", "task__current_config").filter(pk=pk).first()
+    )
+    if model is None or not can_view_task(user, model.task):
+        raise NotFound(f"no model {pk}")
+    manages = can_manage_task(user, model.task)
+    is_owner = user.is_authenticated and model.owner_id == user.pk
+    if not (model.is_published or is_owner or manages):
+        raise NotFound(f"no model {pk}")
+    return _label_owner(model, user, manages)
+
+
+def model_can_edit(model: Model, user) -> bool:
+    """Return True for the model's owner and the owners of its task."""
+    if not (user and user.is_authenticated):
+        return False
+    return model.owner_id == user.pk or can_manage_task(user, model.task)
+
+
+def model_ids_to_check() -> list[int]:
+    """Return the ids of every model with an endpoint that is not disabled."""
+    return list(
+        Model.objects.exclude(protocol="none")
+        .exclude(endpoint_url="")
+        .exclude(status=ModelStatus.DISABLED)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def rounds_with_models(task: Task) -> list[tuple[Round, list[Model]]]:
+    """Return each round of ``task`` with its in-loop models (two queries)."""
+    rounds = list(task.rounds.order_by("number"))
+    links: dict[int, list[Model]] = {round.pk: [] for round in rounds}
+    for link in RoundModel.objects.filter(round__task=task).select_related("model"):
+        links[link.round_id].append(link.model)
+    return [(round, links[round.pk]) for round in rounds]

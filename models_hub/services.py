@@ -1,0 +1,283 @@
+"""Writes of the models hub: registration, the card, publishing, the loop, health, predictions.
+
+Every refusal is a ``tasks.errors.ServiceError`` with a stable code; permission failures are
+``tasks.errors.PermissionDenied``. The auth token never appears in a message or a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from models_hub import client, selectors
+from models_hub.client import HealthResult, PredictionResult
+from models_hub.errors import (
+    ModelAddressRefused,
+    ModelCallError,
+    ModelConfigurationError,
+    ModelUnreachable,
+    scrub,
+    truncate,
+)
+from models_hub.models import Model, ModelStatus, Protocol, RoundModel
+from models_hub.ssrf import check_url
+from models_hub.transport import RetryPolicy
+from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from tasks.models import Round, Task
+from tasks.permissions import can_manage_task, can_register_model
+
+logger = logging.getLogger(__name__)
+
+CARD_FIELDS = ("name", "description", "params", "languages", "license", "source_url", "card")
+ENDPOINT_FIELDS = (
+    "protocol",
+    "endpoint_url",
+    "connect_timeout",
+    "read_timeout",
+    "batch_size",
+    "max_concurrency",
+    "options",
+)
+FLAG_FIELDS = ("is_anonymous",)
+# ``auth_token``: a new token; ``clear_auth_token=True`` removes the stored one.
+TOKEN_FIELDS = ("auth_token", "clear_auth_token")
+REGISTER_FIELDS = (*CARD_FIELDS, *ENDPOINT_FIELDS, *FLAG_FIELDS, "auth_token", "is_published")
+UPDATE_FIELDS = (*CARD_FIELDS, *ENDPOINT_FIELDS, *FLAG_FIELDS, *TOKEN_FIELDS)
+
+# Live predictions: a person is waiting, so one quick retry at most.
+LIVE_RETRY = RetryPolicy(max_attempts=2, backoff_seconds=0.1, backoff_max_seconds=0.3)
+
+
+def _reject_unknown(fields: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    unknown = sorted(set(fields) - set(allowed))
+    if unknown:
+        raise TypeError(f"unexpected model fields: {', '.join(unknown)}")
+
+
+def model_check_endpoint(protocol: str, endpoint_url: str) -> str:
+    """Return the endpoint URL to store for ``protocol``, or raise a ``ServiceError``.
+
+    Checks the scheme and, by resolving the host now, the SSRF rules under
+    ``settings.MODELS_HUB_ALLOWED_HOSTS`` (the transport checks again at connect time).
+    """
+    endpoint_url = (endpoint_url or "").strip()
+    if protocol not in Protocol.values:
+        raise ServiceError(f"unknown protocol {protocol!r}", code="model.protocol_unknown")
+    if protocol == Protocol.NONE:
+        if endpoint_url:
+            raise ServiceError(
+                "a model without a protocol takes predictions files only; leave the URL blank",
+                code="model.endpoint_unexpected",
+            )
+        return ""
+    if not endpoint_url:
+        raise ServiceError("enter the model's endpoint URL", code="model.endpoint_required")
+    try:
+        check_url(endpoint_url, settings.MODELS_HUB_ALLOWED_HOSTS)
+    except ModelAddressRefused as error:
+        raise ServiceError(str(error), code="model.address_refused") from None
+    except ModelUnreachable as error:
+        raise ServiceError(str(error), code="model.host_unresolvable") from None
+    return endpoint_url
+
+
+def _full_clean(model: Model) -> None:
+    """Run the field validators; turn Django's ValidationError into a ServiceError."""
+    try:
+        model.full_clean(validate_unique=False, validate_constraints=False)
+    except ValidationError as error:
+        details = {
+            field: [str(m) for m in messages] for field, messages in error.message_dict.items()
+        }
+        # The token field's own messages never quote the value, but keep it out regardless.
+        details.pop("auth_token", None)
+        raise ServiceError(
+            "the model registration is not valid", code="model.invalid", details=details
+        )
+
+
+def model_register(*, task: Task, owner, **fields: Any) -> Model:
+    """Register a model for ``task`` owned by ``owner`` and queue a first health check."""
+    _reject_unknown(fields, REGISTER_FIELDS)
+    if not can_register_model(owner, task):
+        raise PermissionDenied("you cannot register models for this task")
+    protocol = fields.get("protocol", Protocol.DYNATASK)
+    fields["endpoint_url"] = model_check_endpoint(protocol, fields.get("endpoint_url", ""))
+    fields["auth_token"] = (fields.get("auth_token") or "").strip()
+    fields.setdefault("options", {})
+    model = Model(task=task, owner=owner, **fields)
+    _full_clean(model)
+    try:
+        with transaction.atomic():
+            model.save()
+    except IntegrityError:
+        raise Conflict(
+            f"this task already has a model named {model.name!r}", code="model.name_taken"
+        ) from None
+    if model.has_endpoint:
+        from models_hub import jobs  # jobs call services: import at use to avoid a cycle
+
+        transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+    logger.info("model %s registered for task %s by user %s", model.pk, task.code, owner.pk)
+    return model
+
+
+def _require_editor(model: Model, user) -> None:
+    if not selectors.model_can_edit(model, user):
+        raise PermissionDenied("only the model's owner or the task's owners can change it")
+
+
+def model_update_card(model: Model, user, **fields: Any) -> Model:
+    """Update the card, endpoint settings or token of ``model``; never changes publishing.
+
+    ``auth_token`` (non-empty) replaces the token, ``clear_auth_token=True`` removes it; a
+    blank or missing ``auth_token`` keeps the stored one. A changed endpoint is checked again
+    and resets the health status to unknown.
+    """
+    _reject_unknown(fields, UPDATE_FIELDS)
+    _require_editor(model, user)
+    new_token = (fields.pop("auth_token", None) or "").strip()
+    clear_token = bool(fields.pop("clear_auth_token", False))
+    changed: list[str] = []
+    for name, value in fields.items():
+        if getattr(model, name) != value:
+            setattr(model, name, value)
+            changed.append(name)
+    if "protocol" in changed or "endpoint_url" in changed:
+        model.endpoint_url = model_check_endpoint(model.protocol, model.endpoint_url)
+        model.status = ModelStatus.UNKNOWN
+        changed += ["endpoint_url", "status"]
+    if new_token:
+        model.auth_token = new_token
+        changed.append("auth_token")
+    elif clear_token and model.auth_token:
+        model.auth_token = ""
+        changed.append("auth_token")
+    if not changed:
+        return model
+    _full_clean(model)
+    try:
+        with transaction.atomic():
+            # update_fields: a concurrent publish toggle or health write is never overwritten.
+            model.save(update_fields=sorted({*changed, "updated_at"}))
+    except IntegrityError:
+        raise Conflict(
+            f"this task already has a model named {model.name!r}", code="model.name_taken"
+        ) from None
+    if "status" in changed and model.has_endpoint:
+        from models_hub import jobs
+
+        transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+    return model
+
+
+def model_set_published(model: Model, user, published: bool) -> Model:
+    """Publish or unpublish ``model`` (its owner or the task's owners)."""
+    _require_editor(model, user)
+    if model.is_published != bool(published):
+        model.is_published = bool(published)
+        model.save(update_fields=["is_published", "updated_at"])
+    return model
+
+
+def _check_loop_models(task: Task, models: Sequence[Model]) -> None:
+    for model in models:
+        if model.task_id != task.pk:
+            raise ServiceError(
+                f"model {model.name!r} belongs to another task", code="model.wrong_task"
+            )
+        if not model.has_endpoint:
+            raise ServiceError(
+                f"model {model.name!r} has no endpoint and cannot answer live",
+                code="model.no_endpoint",
+            )
+
+
+def model_set_in_loop(round: Round, models: Iterable[Model], user) -> list[Model]:
+    """Make ``models`` exactly the in-the-loop models of ``round`` (task owners only)."""
+    models = list(models)
+    if not can_manage_task(user, round.task):
+        raise PermissionDenied("only the task's owners choose the models in the loop")
+    _check_loop_models(round.task, models)
+    wanted = {model.pk for model in models}
+    with transaction.atomic():
+        RoundModel.objects.filter(round=round).exclude(model_id__in=wanted).delete()
+        RoundModel.objects.bulk_create(
+            [RoundModel(round=round, model=model) for model in models], ignore_conflicts=True
+        )
+    return models
+
+
+def model_set_rounds(model: Model, rounds: Iterable[Round], user) -> None:
+    """Make ``rounds`` exactly the rounds whose loop includes ``model`` (task owners only)."""
+    rounds = list(rounds)
+    if not can_manage_task(user, model.task):
+        raise PermissionDenied("only the task's owners choose the models in the loop")
+    if any(round.task_id != model.task_id for round in rounds):
+        raise ServiceError("a round of another task was chosen", code="model.wrong_task")
+    if rounds:
+        _check_loop_models(model.task, [model])
+    wanted = {round.pk for round in rounds}
+    with transaction.atomic():
+        RoundModel.objects.filter(model=model).exclude(round_id__in=wanted).delete()
+        RoundModel.objects.bulk_create(
+            [RoundModel(round=round, model=model) for round in rounds], ignore_conflicts=True
+        )
+
+
+def model_record_health(model_id: int) -> HealthResult:
+    """Probe model ``model_id`` and store status, latency, version and memory.
+
+    Disabled models and models without an endpoint are not probed. Raises ``NotFound`` for a
+    model that no longer exists.
+    """
+    model = Model.objects.filter(pk=model_id).first()
+    if model is None:
+        raise NotFound(f"no model {model_id}")
+    if model.status == ModelStatus.DISABLED:
+        return HealthResult(ok=False, error="the model is disabled", error_code="model.disabled")
+    try:
+        spec = selectors.endpoint_spec(model)
+    except ModelConfigurationError as error:
+        return HealthResult(ok=False, error=str(error), error_code=error.code)
+    result = client.health(spec)
+    values: dict[str, Any] = {
+        "status": ModelStatus.HEALTHY if result.ok else ModelStatus.UNHEALTHY,
+        "last_health_at": timezone.now(),
+        "last_health_latency_ms": result.latency_ms,
+        "last_health_error": truncate(scrub(result.error or "", [model.auth_token]), 500),
+    }
+    if result.model_version is not None:
+        values["model_version"] = result.model_version
+    if result.memory_gb is not None:
+        values["memory_gb"] = result.memory_gb
+    # A direct update: an admin disabling the model meanwhile wins, and no other field (a card
+    # edit saved while the probe ran) is overwritten with this process's stale copy.
+    Model.objects.filter(pk=model_id).exclude(status=ModelStatus.DISABLED).update(**values)
+    return result
+
+
+def predict_live(model: Model, inputs: list[dict]) -> PredictionResult:
+    """Return ``model``'s checked outputs for ``inputs`` under the task's current config.
+
+    Raises a ``models_hub.errors.ModelCallError`` (with a safe message and a code) when the
+    model fails; ``ModelConfigurationError`` when the task has no config or the model no
+    endpoint. Load ``model`` with ``select_related("task__current_config")`` to avoid queries.
+    """
+    config = model.task.config
+    if config is None:
+        raise ModelConfigurationError("the task has no config")
+    return client.predict(
+        selectors.endpoint_spec(model), config, model.task.code, inputs, retry=LIVE_RETRY
+    )
+
+
+def prediction_error(error: ModelCallError) -> dict[str, Any]:
+    """Return the JSON-ready ``{"code", "message", "retryable"}`` of a failed model call."""
+    return {"code": error.code, "message": str(error), "retryable": error.retryable}

@@ -1,0 +1,142 @@
+"""RQ jobs against the real Redis (REDIS_URL) and real model servers on loopback."""
+
+from __future__ import annotations
+
+import django_rq
+import pytest
+from rq.worker import SimpleWorker
+
+from models_hub import jobs, services
+from models_hub.models import Model, ModelStatus
+from tests.factories import demo_config
+from tests.models_hub.hub_helpers import SECRET_TOKEN, dead_url, model_server
+
+# transaction=True: the worker runs in this process but the on_commit enqueues must fire.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+INPUT = {"uid": "1", "context": "c", "statement": "I love it"}
+
+
+def work(queue_name: str) -> None:
+    """Run every queued job of ``queue_name`` in this process, then return."""
+    queue = django_rq.get_queue(queue_name)
+    SimpleWorker([queue], connection=queue.connection).work(burst=True)
+
+
+@pytest.fixture
+def model(task, user):
+    return services.model_register(
+        task=task, owner=user, name="m", endpoint_url="http://127.0.0.1:9/"
+    )
+
+
+def test_health_job_records_healthy_with_latency(redis_connection, model):
+    with model_server() as server:
+        Model.objects.filter(pk=model.pk).update(endpoint_url=server.url)
+        result = jobs.health_check_job(model.pk)
+    assert result["ok"] is True
+    model.refresh_from_db()
+    assert model.status == ModelStatus.HEALTHY
+    assert model.last_health_latency_ms is not None and model.last_health_latency_ms > 0
+    assert model.last_health_at is not None
+    assert model.model_version == "const-1"
+    assert model.memory_gb is not None
+
+
+def test_health_job_records_unhealthy_for_dead_port(redis_connection, model):
+    Model.objects.filter(pk=model.pk).update(endpoint_url=dead_url(), auth_token=SECRET_TOKEN)
+    result = jobs.health_check_job(model.pk)
+    assert result["ok"] is False
+    model.refresh_from_db()
+    assert model.status == ModelStatus.UNHEALTHY
+    assert model.last_health_error
+    assert SECRET_TOKEN not in model.last_health_error
+
+
+def test_health_job_leaves_disabled_models_alone(redis_connection, model):
+    Model.objects.filter(pk=model.pk).update(status=ModelStatus.DISABLED)
+    assert jobs.health_check_job(model.pk)["error_code"] == "model.disabled"
+    model.refresh_from_db()
+    assert model.status == ModelStatus.DISABLED and model.last_health_at is None
+
+
+def test_health_job_of_deleted_model_is_a_no_op(redis_connection):
+    assert jobs.health_check_job(123456)["error_code"] == "not_found"
+
+
+def test_registration_enqueues_a_health_check_run_by_a_worker(redis_connection, task, user):
+    with model_server() as server:
+        model = services.model_register(task=task, owner=user, name="r", endpoint_url=server.url)
+        assert django_rq.get_queue("default").count == 1
+        work("default")
+    model.refresh_from_db()
+    assert model.status == ModelStatus.HEALTHY
+
+
+def test_health_check_all_fans_out(redis_connection, task, user):
+    with model_server() as server:
+        for name in ("a", "b"):
+            services.model_register(task=task, owner=user, name=name, endpoint_url=server.url)
+        services.model_register(task=task, owner=user, name="file", protocol="none")
+        django_rq.get_queue("default").empty()  # drop the registration checks
+        job = jobs.enqueue_health_check_all()
+        assert job.timeout == jobs.HEALTH_ALL_JOB_TIMEOUT
+        assert job.failure_ttl == jobs.HEALTH_FAILURE_TTL
+        work("default")  # runs the fan-out job and then the two checks it enqueued
+    assert job.latest_result().return_value == {"enqueued": 2}
+    statuses = dict(Model.objects.values_list("name", "status"))
+    assert statuses == {"a": "healthy", "b": "healthy", "file": "unknown"}
+
+
+def test_predict_through_live_queue_with_simple_worker(redis_connection, model):
+    with model_server() as server:
+        Model.objects.filter(pk=model.pk).update(endpoint_url=server.url)
+        model.refresh_from_db()
+        job_id = jobs.enqueue_predict(model, [INPUT])
+        assert jobs.predict_result(job_id) is None  # pending
+        queued = django_rq.get_queue("live").fetch_job(job_id)
+        assert queued.ttl == jobs.LIVE_QUEUED_TTL and queued.result_ttl == jobs.LIVE_RESULT_TTL
+        assert queued.args == (model.pk, [INPUT])  # ids, never the instance or the token
+        work("live")
+    result = jobs.predict_result(job_id, wait_seconds=1)
+    assert result["outputs"][0]["label"] == "positive"
+    assert result["model_version"] == "const-1"
+    assert result["latency_ms"] > 0
+
+
+def test_predict_job_errors_have_codes(redis_connection, model):
+    Model.objects.filter(pk=model.pk).update(endpoint_url=dead_url())
+    result = jobs.predict_job(model.pk, [INPUT])
+    assert result["error"]["code"] == "model.unreachable"
+    assert result["error"]["retryable"] is True
+    assert jobs.predict_job(987654, [INPUT])["error"]["code"] == "not_found"
+
+
+def test_predict_result_of_unknown_job(redis_connection):
+    assert jobs.predict_result("nope")["error"]["code"] == "not_found"
+
+
+def test_predict_endpoint_job_needs_no_db_and_refuses_tokens(redis_connection):
+    with model_server() as server:
+        result = jobs.predict_endpoint_job(
+            {"url": server.url}, "sentiment", demo_config("sentiment"), [INPUT]
+        )
+        refused = jobs.predict_endpoint_job(
+            {"url": server.url, "token": "x"}, "sentiment", demo_config("sentiment"), [INPUT]
+        )
+    assert result["outputs"][0]["label"] == "positive"
+    assert refused["error"]["code"] == "model.configuration"
+
+
+def test_periodic_health_checks_registered_with_rq_cron(redis_connection, settings):
+    settings.MODELS_HUB_HEALTH_INTERVAL = 17
+    scheduler = jobs.cron_scheduler(redis_connection)
+    [cron_job] = scheduler.get_jobs()
+    assert cron_job.func is jobs.health_check_all_job
+    assert cron_job.queue_name == "default"
+    assert cron_job.interval == 17
+    assert cron_job.job_options["timeout"] == jobs.HEALTH_ALL_JOB_TIMEOUT
+    # The first tick enqueues the fan-out job at once.
+    scheduler.enqueue_jobs()
+    [queued] = django_rq.get_queue("default").get_jobs()
+    assert queued.func_name == "models_hub.jobs.health_check_all_job"
