@@ -45,3 +45,13 @@ def can_register_model(user: User, task: Task) -> bool:
     if not (user and user.is_authenticated):
         return False
     return is_task_owner(user, task) or (task.accepts_models and can_view_task(user, task))
+
+
+def can_validate(user: User, task: Task) -> bool:
+    """Signed-in users may validate examples of the tasks they may contribute to."""
+    return can_contribute(user, task)
+
+
+def can_review_examples(user: User, task: Task) -> bool:
+    """Owners review flagged and disputed examples; their verdict is final."""
+    return is_task_owner(user, task)
