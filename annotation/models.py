@@ -131,6 +131,9 @@ class Example(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     retracted = models.BooleanField(default=False)
     flag_count = models.PositiveIntegerField(default=0)
+    # The writer's own flag (the create page's Flag button), counted once in flag_count.
+    creator_flagged = models.BooleanField(default=False)
+    creator_flag_reason = models.CharField(max_length=500, blank=True)
     # Validation counters, moved with F() exactly once per validation.
     validation_count = models.PositiveIntegerField(default=0)
     correct_count = models.PositiveIntegerField(default=0)
