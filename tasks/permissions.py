@@ -55,3 +55,18 @@ def can_validate(user: User, task: Task) -> bool:
 def can_review_examples(user: User, task: Task) -> bool:
     """Owners review flagged and disputed examples; their verdict is final."""
     return is_task_owner(user, task)
+
+
+def can_export_examples(user: User, task: Task) -> bool:
+    """Owners export a task's or a round's examples (JSON Lines)."""
+    return is_task_owner(user, task)
+
+
+def can_manage_campaigns(user: User, task: Task) -> bool:
+    """Owners create crowd campaigns and download their bonus CSVs."""
+    return is_task_owner(user, task)
+
+
+def can_see_worker_stats(user: User, task: Task) -> bool:
+    """Per-worker numbers (campaign ids, rejections, time) are for owners; totals are public."""
+    return is_task_owner(user, task)
