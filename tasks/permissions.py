@@ -70,3 +70,18 @@ def can_manage_campaigns(user: User, task: Task) -> bool:
 def can_see_worker_stats(user: User, task: Task) -> bool:
     """Per-worker numbers (campaign ids, rejections, time) are for owners; totals are public."""
     return is_task_owner(user, task)
+
+
+def can_save_leaderboard_fork(user: User, task: Task) -> bool:
+    """Signed-in users who can see a task may save a named weighting of its leaderboard."""
+    return bool(user and user.is_authenticated) and can_view_task(user, task)
+
+
+def can_take_leaderboard_snapshot(user: User, task: Task) -> bool:
+    """Snapshots are the task's official frozen tables: its owners take them."""
+    return can_manage_task(user, task)
+
+
+def can_browse_predictions(user: User, task: Task) -> bool:
+    """The per-example browser shows gold labels, so only those who may see gold use it."""
+    return can_manage_task(user, task)
