@@ -583,7 +583,7 @@ class _Validator:
         if name is None:
             return None
         self.written_names.setdefault(section.rstrip("*"), set()).add(name)
-        if not NAME_PATTERN.match(name) or name.endswith("\n"):
+        if not NAME_PATTERN.fullmatch(name):
             self.error_at(
                 codes.BAD_NAME,
                 _join(path, "name"),
