@@ -264,15 +264,18 @@ class _Call:
         workers = min(self.endpoint.max_concurrency, len(jobs))
         with ThreadPoolExecutor(workers, thread_name_prefix="model-call") as executor:
             futures = [executor.submit(self.run_job, job) for job in jobs]
-            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            _done, pending = wait(futures, return_when=FIRST_EXCEPTION)
             if pending:
                 self.failed.set()
                 for future in pending:
                     future.cancel()
-            errors = [future.exception() for future in futures if future.done()]
-            for error in errors:
-                if error is not None and not isinstance(error, _Skipped):
-                    raise error
+        # Leaving the executor waited for the running requests; report in input order.
+        for future in futures:
+            if future.cancelled():
+                continue
+            error = future.exception()
+            if error is not None and not isinstance(error, _Skipped):
+                raise error
 
     def run_job(self, job: _Job) -> None:
         """Send one request and parse its answer into ``job``."""

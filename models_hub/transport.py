@@ -10,7 +10,7 @@ Contract of ``request_json``:
   while the Host header, TLS SNI and certificate verification keep using the hostname. Nothing
   can rebind the name between the check and the connection;
 - explicit ``(connect, read)`` timeouts always, plus a total deadline over all attempts;
-- redirects are never followed: a 3xx is ``ModelRedirect``;
+- redirects are never followed: a 3xx is ``ModelRedirect`` and its body is not read;
 - the body is streamed and at most ``max_response_bytes`` (after content decoding, so a
   compressed bomb is stopped too) are read, else ``ModelResponseTooLarge``;
 - TLS verification cannot be disabled (``verify`` is True or a CA bundle path);
@@ -199,7 +199,6 @@ def session_for(policy: AddressPolicy) -> requests.Session:
             session = requests.Session()
             session.trust_env = False
             session.proxies = {}
-            session.max_redirects = 0
             # Endpoints must not be able to plant cookies that are sent to other endpoints.
             session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
             session.headers["User-Agent"] = USER_AGENT
@@ -325,14 +324,10 @@ def _attempt(
 ) -> tuple[int, Any, bytes, float]:
     started = time.perf_counter()
     try:
-        response = session.send(
-            prepared,
-            stream=True,
-            timeout=timeout,
-            allow_redirects=False,
-            verify=verify,
-            proxies={},
-        )
+        # The adapter, not ``Session.send``: with redirects off, ``Session.send`` still reads
+        # a 3xx body whole (to offer ``Response.next``), without any size cap.
+        adapter = session.get_adapter(prepared.url or "")
+        response = adapter.send(prepared, stream=True, timeout=timeout, verify=verify, proxies={})
         with response:
             status = response.status_code
             if 300 <= status < 400:

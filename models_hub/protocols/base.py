@@ -114,22 +114,17 @@ def rebase_output_error(
 
 
 def model_inputs(config: TaskConfig, inputs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Project examples onto exactly ``config.model_input_names`` (targets are never sent).
+    """Project examples onto ``config.model_input_names`` (targets and extras are never sent).
 
-    A missing ``uid`` becomes the example's index; a missing required field is a caller bug
-    and raises ``ValueError``; a missing optional field is left out.
+    A missing ``uid`` becomes the example's index. A missing field is left out rather than
+    refused: inputs were validated against the config when the example or dataset was saved
+    (``tasks.config.values``), and a live call must not fail on, say, a task without contexts.
     """
     names = config.model_input_names
     projected: list[dict[str, Any]] = []
     for index, example in enumerate(inputs):
         item: dict[str, Any] = {"uid": str(example.get("uid", index))}
-        for name in names[1:]:
-            if name in example:
-                item[name] = example[name]
-            else:
-                spec = config.field(name)
-                if spec is None or not spec.optional:
-                    raise ValueError(f"input {index} has no field {name!r}")
+        item.update({name: example[name] for name in names[1:] if name in example})
         projected.append(item)
     return projected
 
