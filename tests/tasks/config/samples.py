@@ -1,10 +1,11 @@
-"""The Dynabench example configs used by the task-config tests (see dynabench/SOURCE.md)."""
+"""The Dynabench example configs used by the task-config tests (../shared/task_configs/dynabench)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-DYNABENCH_DIRECTORY = Path(__file__).parent / "dynabench"
+# Read from the shared folder beside the repository: the project ships only data it wrote.
+DYNABENCH_DIRECTORY = Path(__file__).resolve().parents[4] / "shared" / "task_configs" / "dynabench"
 # The six configs that must load unchanged (dataperf is rejected on purpose).
 SUPPORTED_DYNABENCH_TASKS = ("nli", "qa", "sentiment", "hs", "vqa", "flores")
 ALL_DYNABENCH_TASKS = SUPPORTED_DYNABENCH_TASKS + ("dataperf_image_labelling",)
