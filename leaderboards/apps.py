@@ -4,3 +4,15 @@ from django.apps import AppConfig
 class LeaderboardsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "leaderboards"
+
+    def ready(self) -> None:
+        from leaderboards import receivers
+        from models_hub.signals import model_registered
+        from tasks.signals import task_config_changed
+
+        model_registered.connect(
+            receivers.on_model_registered, dispatch_uid="leaderboards.model_registered"
+        )
+        task_config_changed.connect(
+            receivers.on_task_config_changed, dispatch_uid="leaderboards.task_config_changed"
+        )

@@ -1,0 +1,143 @@
+"""RQ jobs of the leaderboards app (``eval`` queue) and the helpers that enqueue them.
+
+Job functions live at module level, take ids, are idempotent and return JSON-ready dicts:
+
+- ``eval_shard_job(shard_id)``: run one shard (resumable: stored predictions are skipped);
+- ``finalize_run_job(run_id)``: compute the Score once every shard is done (the last shard
+  claims the run with a conditional update, so it is enqueued exactly once);
+- ``rescore_task_job(task_id)``: recompute a task's scores from stored predictions.
+
+Enqueueing happens after the transaction commits (``services`` use ``on_commit``), so a
+worker never looks for rows that are not visible yet. A failing or killed shard job is
+marked failed by ``on_shard_failure``; the run page then offers a Retry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+import django_rq
+from redis.exceptions import RedisError
+from rq import Callback
+
+from leaderboards import evaluation, services
+from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus
+from tasks.models import Task
+
+logger = logging.getLogger(__name__)
+
+EVAL_QUEUE = "eval"
+SHARD_JOB_TIMEOUT = 3 * 3600
+FINALIZE_JOB_TIMEOUT = 1800
+RESCORE_JOB_TIMEOUT = 3600
+RESULT_TTL = 3600
+FAILURE_TTL = 7 * 86_400
+
+
+# -- job functions ----------------------------------------------------------------------------
+def eval_shard_job(shard_id: int) -> dict[str, Any]:
+    """Run evaluation shard ``shard_id``."""
+    return evaluation.shard_execute(shard_id)
+
+
+def finalize_run_job(run_id: int) -> dict[str, Any]:
+    """Finalize evaluation run ``run_id`` (no-op unless it is finalizing)."""
+    return evaluation.run_finalize(run_id)
+
+
+def rescore_task_job(task_id: int) -> dict[str, Any]:
+    """Recompute the scores of task ``task_id`` from stored predictions."""
+    task = Task.objects.select_related("current_config").filter(pk=task_id).first()
+    if task is None:
+        return {"status": "missing"}
+    return {"status": "done", "scores": services.scores_recompute_for_task(task)}
+
+
+def on_shard_failure(job, connection, exc_type, exc_value, traceback) -> None:
+    """Mark the shard failed when its job raised or timed out (not for model errors)."""
+    shard_id = job.args[0] if job.args else None
+    if shard_id is None:
+        return
+    message = f"the evaluation job stopped: {exc_type.__name__}"
+    with contextlib.suppress(EvaluationShard.DoesNotExist):
+        evaluation.shard_fail(int(shard_id), "run.job_failed", message)
+
+
+# -- enqueue helpers --------------------------------------------------------------------------
+def queue():
+    return django_rq.get_queue(EVAL_QUEUE)
+
+
+def enqueue_shard(shard: EvaluationShard) -> str | None:
+    """Enqueue one shard job now; return its job id (None when Redis is unavailable)."""
+    try:
+        job = queue().enqueue_call(
+            eval_shard_job,
+            args=(shard.pk,),
+            timeout=SHARD_JOB_TIMEOUT,
+            result_ttl=RESULT_TTL,
+            failure_ttl=FAILURE_TTL,
+            on_failure=Callback(on_shard_failure),
+        )
+    except RedisError as error:
+        logger.warning("cannot enqueue evaluation shard %s: %s", shard.pk, error)
+        return None
+    EvaluationShard.objects.filter(pk=shard.pk).update(job_id=job.id)
+    return job.id
+
+
+def enqueue_finalize(run_id: int) -> str | None:
+    """Enqueue the finalize job of ``run_id`` now."""
+    try:
+        job = queue().enqueue_call(
+            finalize_run_job,
+            args=(run_id,),
+            timeout=FINALIZE_JOB_TIMEOUT,
+            result_ttl=RESULT_TTL,
+            failure_ttl=FAILURE_TTL,
+        )
+    except RedisError as error:
+        logger.warning("cannot enqueue the finalize job of run %s: %s", run_id, error)
+        return None
+    return job.id
+
+
+def enqueue_run(run_id: int) -> int:
+    """Enqueue every shard of ``run_id`` that is not done (finalize when there are none).
+
+    Used after a run is created or retried, and by ``run_evaluations --resume``.
+    """
+    run = EvaluationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return 0
+    shards = list(run.shards.exclude(status=RunStatus.DONE).order_by("index"))
+    if not shards:
+        if run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
+            EvaluationRun.objects.filter(pk=run_id, status=run.status).update(
+                status=RunStatus.FINALIZING
+            )
+            run.status = RunStatus.FINALIZING
+        if run.status == RunStatus.FINALIZING:
+            enqueue_finalize(run_id)
+        return 0
+    for shard in shards:
+        enqueue_shard(shard)
+    return len(shards)
+
+
+def enqueue_rescore(task_id: int) -> str | None:
+    """Enqueue a rescore of ``task_id`` (best effort: logs when Redis is down)."""
+    try:
+        job = queue().enqueue_call(
+            rescore_task_job,
+            args=(task_id,),
+            timeout=RESCORE_JOB_TIMEOUT,
+            result_ttl=RESULT_TTL,
+            failure_ttl=FAILURE_TTL,
+        )
+    except RedisError as error:
+        logger.warning("cannot enqueue the rescore of task %s: %s", task_id, error)
+        return None
+    return job.id

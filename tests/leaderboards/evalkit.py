@@ -1,0 +1,142 @@
+"""Shared helpers of the dataset and evaluation tests: tiny model handlers on real loopback
+servers, dataset builders and a burst RQ worker. Import the fixtures into a test module."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import threading
+
+import django_rq
+import pytest
+from rq import SimpleWorker
+
+from leaderboards import evaluation, services
+from models_hub.client import ModelClient
+from models_hub.models import Model
+from models_hub.server import make_server
+from models_hub.transport import RetryPolicy
+from tests.factories import TaskFactory, UserFactory
+
+FAST_RETRY = RetryPolicy(max_attempts=2, backoff_seconds=0.01, backoff_max_seconds=0.02)
+SENTIMENT_LABELS = ("negative", "positive", "neutral")
+
+
+def sentiment_label(text: str) -> str:
+    lowered = text.lower()
+    if "good" in lowered or "love" in lowered:
+        return "positive"
+    if "bad" in lowered or "hate" in lowered:
+        return "negative"
+    return "neutral"
+
+
+class KeywordSentiment:
+    """A deterministic sentiment handler that counts calls and the uids it saw.
+
+    ``fail_after``: after that many successful batches every call raises (the server
+    answers 500, a terminal error for an evaluation). ``bad_label``: answer a label that is
+    not in the config (a bad response).
+    """
+
+    model_version = "keyword-1"
+
+    def __init__(self, *, fail_after: int | None = None, bad_label: bool = False):
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.uids: list[str] = []
+        self.fail_after = fail_after
+        self.bad_label = bad_label
+
+    def predict(self, batch: list[dict]) -> list[dict]:
+        with self.lock:
+            if self.fail_after is not None and self.calls >= self.fail_after:
+                raise RuntimeError("the model crashed")
+            self.calls += 1
+            self.uids.extend(item["uid"] for item in batch)
+        outputs = []
+        for item in batch:
+            label = "banana" if self.bad_label else sentiment_label(item.get("statement", ""))
+            prob = {name: (0.8 if name == label else 0.1) for name in SENTIMENT_LABELS}
+            if self.bad_label:
+                prob = {"negative": 0.2, "positive": 0.4, "neutral": 0.4}
+            outputs.append({"label": label, "prob": prob})
+        return outputs
+
+
+@contextlib.contextmanager
+def serving(handler):
+    server = make_server(handler, "127.0.0.1", 0)
+    server.start_in_thread()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def sentiment_rows(count: int, *, prefix: str = "u") -> list[dict]:
+    words = ("good", "bad", "plain", "love", "hate")
+    return [
+        {
+            "uid": f"{prefix}{index}",
+            "statement": f"This is a {words[index % 5]} day number {index}.",
+            "context": "Describe your day.",
+            "label": ("positive", "negative", "neutral", "positive", "neutral")[index % 5],
+            "tags": ["even" if index % 2 == 0 else "odd"],
+        }
+        for index in range(count)
+    ]
+
+
+def jsonl(rows: list[dict]) -> io.BytesIO:
+    return io.BytesIO("".join(json.dumps(row) + "\n" for row in rows).encode())
+
+
+def make_model(task, owner, url: str, **fields) -> Model:
+    settings = {"batch_size": 4, "max_concurrency": 2, "read_timeout": 5.0}
+    settings.update(fields)
+    return Model.objects.create(
+        task=task,
+        owner=owner,
+        name=settings.pop("name", "keyword"),
+        protocol="dynatask",
+        endpoint_url=url,
+        **settings,
+    )
+
+
+def run_worker() -> None:
+    """Run every queued eval job in this process (RQ SimpleWorker, burst mode)."""
+    queue = django_rq.get_queue("eval")
+    SimpleWorker([queue], connection=queue.connection).work(burst=True)
+
+
+@pytest.fixture
+def fast_client():
+    evaluation.use_client(ModelClient(retry=FAST_RETRY), FAST_RETRY)
+    yield
+    evaluation.use_client(None)
+
+
+@pytest.fixture
+def eval_owner(db):
+    return UserFactory(username="owner", is_staff=True)
+
+
+@pytest.fixture
+def eval_task(db, eval_owner):
+    return TaskFactory(code="sentiment", owners=[eval_owner])
+
+
+def import_sentiment(task, count: int, *, slug: str = "test", evaluate: bool = True, **kwargs):
+    return services.dataset_import(
+        task,
+        jsonl(sentiment_rows(count)),
+        name=kwargs.pop("name", "Test set"),
+        slug=slug,
+        filename="rows.jsonl",
+        evaluate=evaluate,
+        **kwargs,
+    )
