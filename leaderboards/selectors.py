@@ -1,0 +1,420 @@
+"""Reads of the leaderboards: the leaderboard table, forks, snapshots and model results.
+
+``leaderboard_table`` is the one code path behind the leaderboard page, its CSV and JSON
+exports, snapshots and the REST API: the same weights, sorting, paging and results. It
+runs a fixed number of queries whatever the number of models (datasets, models, scores),
+computes the Dynascore over every model in Python in one pass (``leaderboards.tables``)
+and builds rows for the requested page only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import Q
+
+from leaderboards.models import (
+    AccessType,
+    Dataset,
+    EvaluationRun,
+    LeaderboardFork,
+    LeaderboardSnapshot,
+    Prediction,
+    Score,
+)
+from leaderboards.tables import (
+    DEFAULT_INSTANCE_MEMORY_GB,
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_SORT,
+    DatasetRecord,
+    LeaderboardQuery,
+    LeaderboardTable,
+    LeaderboardWeights,
+    ModelRecord,
+    ScoreRecord,
+    build_leaderboard_table,
+    parse_leaderboard_query,
+)
+from models_hub.models import Model
+from tasks.errors import NotFound
+from tasks.metrics import MetricError, get_metric
+from tasks.models import Task
+from tasks.permissions import can_manage_task
+
+__all__ = [
+    "LeaderboardQuery",
+    "LeaderboardTable",
+    "LeaderboardWeights",
+    "leaderboard_datasets",
+    "leaderboard_fork_get",
+    "leaderboard_forks",
+    "leaderboard_query",
+    "leaderboard_snapshot_get",
+    "leaderboard_snapshots",
+    "leaderboard_table",
+    "model_example_browser",
+    "model_results",
+    "parse_leaderboard_query",
+]
+
+SCORE_FIELDS = (
+    "model_id",
+    "dataset_id",
+    "metrics",
+    "per_tag",
+    "main_value",
+    "ci_low",
+    "ci_high",
+    "examples_per_second",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "memory_gb",
+)
+
+
+def instance_memory_gb() -> float:
+    """Return the configured instance memory (``LEADERBOARD_INSTANCE_MEMORY_GB``, default 16)."""
+    return float(getattr(settings, "LEADERBOARD_INSTANCE_MEMORY_GB", DEFAULT_INSTANCE_MEMORY_GB))
+
+
+def _visible_models_filter(task: Task, user, prefix: str = "") -> Q | None:
+    """Return the filter of the models ``user`` may see, or None for "all of them"."""
+    if can_manage_task(user, task):
+        return None
+    visible = Q(**{f"{prefix}is_published": True})
+    if user is not None and user.is_authenticated:
+        visible |= Q(**{f"{prefix}owner": user})
+    return visible
+
+
+def leaderboard_datasets(task: Task, user) -> list[Dataset]:
+    """Return the original (not perturbed) datasets of ``task`` that ``user`` may see.
+
+    Hidden datasets are for the task's owners only. One query.
+    """
+    datasets = Dataset.objects.filter(task=task, perturbation_of__isnull=True).select_related(
+        "round"
+    )
+    if not can_manage_task(user, task):
+        datasets = datasets.exclude(access_type=AccessType.HIDDEN)
+    return list(datasets.order_by("round__number", "name", "pk"))
+
+
+def leaderboard_query(
+    task: Task, querydict, user, *, fork: LeaderboardFork | None = None
+) -> tuple[LeaderboardQuery, list[Dataset]]:
+    """Return the parsed query string (defaults from ``fork`` if given) and the datasets."""
+    datasets = leaderboard_datasets(task, user)
+    query = parse_leaderboard_query(
+        querydict,
+        task.config,
+        datasets,
+        base_weights=fork.weights if fork is not None else None,
+    )
+    return query, datasets
+
+
+def leaderboard_table(
+    task: Task,
+    *,
+    weights: LeaderboardWeights,
+    sort: str = DEFAULT_SORT,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    user=None,
+    datasets: Sequence[Dataset] | None = None,
+    messages: Iterable[str] = (),
+) -> LeaderboardTable:
+    """Return one page of the leaderboard of ``task`` as ``user`` may see it.
+
+    Everyone sees published models; a user also sees their own; the task's owners see
+    every model and the hidden datasets. Someone else's anonymous model is shown as
+    "Anonymous". Pass ``datasets`` (from ``leaderboard_datasets``) to save a query.
+    Queries: datasets (unless passed), models, scores.
+    """
+    user = user if user is not None else AnonymousUser()
+    if datasets is None:
+        datasets = leaderboard_datasets(task, user)
+    manages = can_manage_task(user, task)
+    config = task.config
+    metric_specs = config.metrics() if config is not None else ()
+
+    models = Model.objects.filter(task=task)
+    visible = _visible_models_filter(task, user)
+    if visible is not None:
+        models = models.filter(visible)
+    user_id = user.pk if user.is_authenticated else None
+    model_records = [
+        ModelRecord(
+            model_id=model_id,
+            name=name,
+            owner_name=owner_name,
+            is_anonymous=is_anonymous,
+            show_identity=not is_anonymous or manages or owner_id == user_id,
+        )
+        for model_id, name, is_anonymous, owner_id, owner_name in models.order_by("pk").values_list(
+            "pk", "name", "is_anonymous", "owner_id", "owner__username"
+        )
+    ]
+
+    slug_of = {dataset.pk: dataset.slug for dataset in datasets}
+    score_records: list[ScoreRecord] = []
+    if slug_of and model_records:
+        scores = Score.objects.filter(dataset_id__in=list(slug_of))
+        visible_scores = _visible_models_filter(task, user, prefix="model__")
+        if visible_scores is not None:
+            scores = scores.filter(visible_scores)
+        # values_list: no model instances, so a 1000-model board stays cheap to load.
+        for row in scores.values_list(*SCORE_FIELDS):
+            values = dict(zip(SCORE_FIELDS, row, strict=True))
+            score_records.append(
+                ScoreRecord(
+                    model_id=values["model_id"],
+                    dataset_slug=slug_of[values["dataset_id"]],
+                    metrics=values["metrics"] or {},
+                    per_tag=values["per_tag"] or {},
+                    main_value=values["main_value"],
+                    ci_low=values["ci_low"],
+                    ci_high=values["ci_high"],
+                    columns=values,
+                )
+            )
+
+    return build_leaderboard_table(
+        task_code=task.code,
+        metric_specs=metric_specs,
+        datasets=[
+            DatasetRecord(
+                slug=dataset.slug,
+                name=dataset.name,
+                access_type=str(dataset.access_type),
+                round_number=dataset.round.number if dataset.round_id else None,
+                default_weight=float(dataset.weight),
+            )
+            for dataset in datasets
+        ],
+        models=model_records,
+        scores=score_records,
+        weights=weights,
+        sort=sort,
+        page=page,
+        page_size=page_size,
+        instance_memory_gb=instance_memory_gb(),
+        messages=tuple(messages),
+    )
+
+
+def leaderboard_forks(task: Task) -> list[LeaderboardFork]:
+    """Return the saved weightings of ``task``, newest first (one query)."""
+    return list(task.forks.order_by("-created_at")[:50])
+
+
+def leaderboard_fork_get(task: Task, slug: str) -> LeaderboardFork:
+    """Return fork ``slug`` of ``task`` or raise NotFound."""
+    fork = LeaderboardFork.objects.filter(task=task, slug=slug).select_related("created_by").first()
+    if fork is None:
+        raise NotFound(f"no saved weighting {slug!r}")
+    return fork
+
+
+def leaderboard_snapshots(task: Task) -> list[LeaderboardSnapshot]:
+    """Return the snapshots of ``task``, newest first, without their tables (one query)."""
+    return list(
+        task.snapshots.select_related("created_by").defer("table").order_by("-created_at")[:50]
+    )
+
+
+def leaderboard_snapshot_get(task: Task, snapshot_id: int) -> LeaderboardSnapshot:
+    """Return snapshot ``snapshot_id`` of ``task`` or raise NotFound."""
+    snapshot = (
+        LeaderboardSnapshot.objects.filter(task=task, pk=snapshot_id)
+        .select_related("created_by")
+        .first()
+    )
+    if snapshot is None:
+        raise NotFound(f"no snapshot {snapshot_id}")
+    return snapshot
+
+
+# -- the model page -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelResults:
+    """What the model page shows besides the card."""
+
+    scores: list[Score]
+    runs: list[EvaluationRun]
+    shows_hidden: bool
+
+
+def model_results(model: Model, user) -> ModelResults:
+    """Return ``model``'s scores per dataset and its evaluation runs (two queries).
+
+    Scores and runs on hidden datasets are for the task's owners only.
+    """
+    manages = can_manage_task(user, model.task)
+    scores = Score.objects.filter(model=model).select_related("dataset", "dataset__round")
+    runs = EvaluationRun.objects.filter(model=model).select_related("dataset")
+    if not manages:
+        scores = scores.exclude(dataset__access_type=AccessType.HIDDEN)
+        runs = runs.exclude(dataset__access_type=AccessType.HIDDEN)
+    return ModelResults(
+        scores=list(scores.order_by("dataset__round__number", "dataset__name")),
+        runs=list(runs.order_by("-created_at")[:50]),
+        shows_hidden=manages,
+    )
+
+
+@dataclass(frozen=True)
+class BrowsedExample:
+    """One example of the per-example browser: the inputs, the gold, the predictions."""
+
+    uid: str
+    inputs: dict
+    gold: Any
+    prediction: Any
+    correct: bool | None
+    compare_prediction: Any = None
+    compare_correct: bool | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExampleBrowser:
+    dataset: Dataset | None
+    datasets: list[Dataset]
+    compare_model: Model | None
+    compare_choices: list[Model]
+    examples: list[BrowsedExample]
+    wrong_only: bool
+    page: int
+    page_count: int
+    total: int
+    message: str = ""
+
+
+BROWSER_PAGE_SIZE = 25
+
+
+def _latest_predictions(model_id: int, dataset: Dataset) -> dict[int, Any]:
+    """Return ``{example id: output}`` of the newest run of the model on ``dataset``."""
+    run = (
+        EvaluationRun.objects.filter(model_id=model_id, dataset=dataset, predictions__isnull=False)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if run is None:
+        return {}
+    return dict(Prediction.objects.filter(run_id=run).values_list("example_id", "output"))
+
+
+def model_example_browser(
+    model: Model,
+    user,
+    *,
+    dataset_slug: str | None = None,
+    compare_model_id: Any = None,
+    wrong_only: bool = False,
+    page: Any = 1,
+) -> ExampleBrowser:
+    """Return a page of ``model``'s predictions on one dataset with the gold labels.
+
+    For those who may see gold (``tasks.permissions.can_browse_predictions``; the view
+    checks). An example is wrong when the main perf metric scores it below 100, or when
+    the model gave no output. ``compare_model_id`` adds another model's predictions on
+    the same examples. Bad parameters fall back to defaults.
+    """
+    task = model.task
+    config = task.config
+    datasets = list(
+        Dataset.objects.filter(task=task, perturbation_of__isnull=True).order_by("name", "pk")
+    )
+    compare_choices = list(
+        Model.objects.filter(task=task).exclude(pk=model.pk).order_by("name", "pk")
+    )
+    dataset = next((item for item in datasets if item.slug == dataset_slug), None)
+    if dataset is None and datasets:
+        dataset = datasets[0]
+    compare_model = next(
+        (item for item in compare_choices if str(item.pk) == str(compare_model_id)), None
+    )
+    empty = ExampleBrowser(
+        dataset, datasets, compare_model, compare_choices, [], wrong_only, 1, 1, 0
+    )
+    if dataset is None or config is None:
+        return empty
+
+    predictions = _latest_predictions(model.pk, dataset)
+    compared = _latest_predictions(compare_model.pk, dataset) if compare_model else {}
+    perf = config.main_perf_metric
+    try:
+        metric = get_metric(perf.type)
+    except MetricError:
+        metric = None
+
+    def correct(output: Any, gold: Any) -> bool | None:
+        if output is None or not isinstance(output, dict):
+            return False
+        if metric is None or metric.example_score is None or not isinstance(gold, dict):
+            return None
+        try:
+            score = metric.example_score(
+                output.get(perf.reference_name), gold.get(perf.reference_name), perf.options
+            )
+        except (MetricError, TypeError, ValueError):
+            return None
+        return float(score) >= 100.0
+
+    examples = []
+    rows = _dataset_example_rows(dataset)
+    for example_id, uid, inputs, gold, tags in rows:
+        if example_id not in predictions:
+            continue
+        output = predictions[example_id]
+        is_correct = correct(output, gold)
+        if wrong_only and is_correct is not False:
+            continue
+        compare_output = compared.get(example_id)
+        examples.append(
+            BrowsedExample(
+                uid=uid,
+                inputs=inputs,
+                gold=gold,
+                prediction=output,
+                correct=is_correct,
+                compare_prediction=compare_output,
+                compare_correct=correct(compare_output, gold) if example_id in compared else None,
+                tags=tuple(tags or ()),
+            )
+        )
+    total = len(examples)
+    page_count = max(1, -(-total // BROWSER_PAGE_SIZE))
+    try:
+        page_number = min(max(1, int(str(page))), page_count)
+    except ValueError:
+        page_number = 1
+    start = (page_number - 1) * BROWSER_PAGE_SIZE
+    message = "" if predictions else "This model has no predictions on this dataset yet."
+    return ExampleBrowser(
+        dataset=dataset,
+        datasets=datasets,
+        compare_model=compare_model,
+        compare_choices=compare_choices,
+        examples=examples[start : start + BROWSER_PAGE_SIZE],
+        wrong_only=wrong_only,
+        page=page_number,
+        page_count=page_count,
+        total=total,
+        message=message,
+    )
+
+
+def _dataset_example_rows(dataset: Dataset) -> list[tuple]:
+    """Return ``(id, uid, inputs, gold, tags)`` of the dataset's examples by position."""
+    return list(
+        dataset.examples.order_by("position").values_list("pk", "uid", "inputs", "gold", "tags")
+    )
