@@ -186,6 +186,16 @@ def model_set_published(model: Model, user, published: bool) -> Model:
     return model
 
 
+def model_set_status(model: Model, user, status: str) -> Model:
+    """Disable a model (``disabled``) or re-enable it (``unknown`` until its next check)."""
+    _require_editor(model, user)
+    if status not in (ModelStatus.DISABLED, ModelStatus.UNKNOWN):
+        raise ServiceError("a model can only be disabled or re-enabled", code="model.status")
+    model.status = status
+    model.save(update_fields=["status", "updated_at"])
+    return model
+
+
 def _check_loop_models(task: Task, models: Sequence[Model]) -> None:
     for model in models:
         if model.task_id != task.pk:

@@ -1,5 +1,14 @@
-from django.urls import path  # noqa: F401
+"""URLs of the models hub pages."""
+
+from django.urls import path
+
+from models_hub import views
 
 app_name = "models_hub"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("tasks/<slug:code>/models/register", views.ModelRegisterView.as_view(), name="register"),
+    path("tasks/<slug:code>/models/loop", views.ModelLoopView.as_view(), name="loop"),
+    path("models/<int:pk>/", views.ModelDetailView.as_view(), name="detail"),
+    path("models/<int:pk>/edit", views.ModelEditView.as_view(), name="edit"),
+]

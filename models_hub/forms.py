@@ -1,0 +1,145 @@
+"""Forms of the models hub; the auth token is write-only everywhere (never rendered back)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.db import models
+
+from models_hub import services
+from models_hub.models import Model
+from tasks.errors import ServiceError
+from tasks.models import Round
+
+CARD_AND_ENDPOINT_FIELDS = [*services.CARD_FIELDS, *services.ENDPOINT_FIELDS, "is_anonymous"]
+
+
+def url_formfield(field: models.Field, **kwargs) -> forms.Field | None:
+    """Build form fields; a URL typed without a scheme means https (Django 6's default)."""
+    if isinstance(field, models.URLField):
+        kwargs.setdefault("assume_scheme", "https")
+    return field.formfield(**kwargs)
+
+
+def token_field() -> forms.CharField:
+    """Return the write-only token field: a password input that never renders its value."""
+    return forms.CharField(
+        label="Auth token",
+        required=False,
+        strip=True,
+        max_length=2000,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only: sent as 'Authorization: Bearer ...'. Leave blank to keep it.",
+    )
+
+
+def clear_token_field() -> forms.BooleanField:
+    """Return the explicit "remove the stored token" checkbox."""
+    return forms.BooleanField(label="Clear the stored token", required=False)
+
+
+class EndpointCheckMixin:
+    """Check the endpoint (scheme, SSRF rules) as a field error before any write."""
+
+    def clean(self):
+        cleaned = super().clean()
+        protocol = cleaned.get("protocol")
+        if protocol and "endpoint_url" not in self.errors:
+            try:
+                cleaned["endpoint_url"] = services.model_check_endpoint(
+                    protocol, cleaned.get("endpoint_url") or ""
+                )
+            except ServiceError as error:
+                self.add_error("endpoint_url", error.message)
+        return cleaned
+
+
+class ModelRegisterForm(EndpointCheckMixin, forms.ModelForm):
+    """Registration on the site; the view passes ``instance=Model(task=..., owner=...)``."""
+
+    auth_token = token_field()
+
+    class Meta:
+        model = Model
+        formfield_callback = url_formfield
+        fields = [*CARD_AND_ENDPOINT_FIELDS, "is_published"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+
+    def service_fields(self) -> dict:
+        """Return the cleaned values ``services.model_register`` takes."""
+        return {name: self.cleaned_data[name] for name in [*self.Meta.fields, "auth_token"]}
+
+
+class ModelEditForm(EndpointCheckMixin, forms.ModelForm):
+    """The owner's edit page: card, endpoint, write-only token and the publish toggle."""
+
+    auth_token = token_field()
+    clear_auth_token = clear_token_field()
+
+    class Meta:
+        model = Model
+        formfield_callback = url_formfield
+        fields = [*CARD_AND_ENDPOINT_FIELDS, "is_published"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+
+    def card_fields(self) -> dict:
+        """Return the cleaned values ``services.model_update_card`` takes."""
+        names = [*CARD_AND_ENDPOINT_FIELDS, "auth_token", "clear_auth_token"]
+        return {name: self.cleaned_data[name] for name in names}
+
+
+class ModelAdminForm(EndpointCheckMixin, forms.ModelForm):
+    """The admin form: the token is write-only and the in-the-loop rounds are chosen here."""
+
+    auth_token = token_field()
+    clear_auth_token = clear_token_field()
+    loop_rounds = forms.ModelMultipleChoiceField(
+        queryset=Round.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="In the loop of rounds",
+        help_text="Task owners only. Models without an endpoint cannot be in the loop.",
+    )
+
+    class Meta:
+        model = Model
+        formfield_callback = url_formfield
+        fields = [
+            "task",
+            "owner",
+            *CARD_AND_ENDPOINT_FIELDS,
+            "is_published",
+        ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and "loop_rounds" in self.fields:
+            self.fields["loop_rounds"].queryset = Round.objects.filter(task=self.instance.task_id)
+            self.fields["loop_rounds"].initial = list(
+                self.instance.in_loop_rounds.values_list("pk", flat=True)
+            )
+
+
+class LoopForm(forms.Form):
+    """One multi-select per round of a task: the models in that round's loop."""
+
+    def __init__(self, *args, rounds_with_models, models, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [(model.pk, model.name) for model in models]
+        self.models_by_pk = {model.pk: model for model in models}
+        self.rounds = {}
+        for round, in_loop in rounds_with_models:
+            name = f"round_{round.pk}"
+            self.rounds[name] = round
+            self.fields[name] = forms.TypedMultipleChoiceField(
+                label=f"Round {round.number}" + ("" if round.is_open else " (closed)"),
+                choices=choices,
+                coerce=int,
+                required=False,
+                widget=forms.CheckboxSelectMultiple,
+                initial=[model.pk for model in in_loop],
+            )
+
+    def selections(self):
+        """Yield ``(round, [models])`` for every round of the form."""
+        for name, round in self.rounds.items():
+            yield round, [self.models_by_pk[pk] for pk in self.cleaned_data.get(name, [])]
