@@ -1,0 +1,422 @@
+"""Forms generated from the task config: one small builder function per field type.
+
+Contract: ``FIELD_BUILDERS`` maps each ``FieldType`` to a function ``(spec) -> forms.Field``
+(None for types that are never entered, such as ``prob``). ``ConfigForm`` subclasses build
+their fields from a tuple of ``FieldSpec`` and lay them out with crispy; ``config_values()``
+returns the submission as the JSON the config expects (a selection is
+``{"text": ..., "start": ...}``), and ``add_issues()`` attaches ``check_*`` issues (from
+``tasks.config.values``) to the field they name. The create page, the validate page and the
+admin preview all use these forms; nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from crispy_forms.helper import FormHelper
+from crispy_forms.layout import HTML, Div, Field, Fieldset, Layout
+from django import forms
+from django.core import signing
+from django.utils import timezone
+
+from annotation.models import ValidationLabel
+from tasks.config.types import FieldSpec, FieldType, TaskConfig, Verdict
+
+STARTED_AT_SALT = "annotation.started_at"
+MAX_TIME_SPENT_MS = 24 * 3600 * 1000
+
+
+# -- time spent ----------
+def sign_started_at() -> str:
+    """Return a signed "now" (milliseconds) for a hidden field; the server checks it back."""
+    return signing.dumps(int(timezone.now().timestamp() * 1000), salt=STARTED_AT_SALT)
+
+
+def time_spent_ms(signed: str | None) -> int | None:
+    """Return the milliseconds since ``signed`` was issued, or None if it is not valid."""
+    if not signed:
+        return None
+    try:
+        started = signing.loads(signed, salt=STARTED_AT_SALT, max_age=24 * 3600)
+    except (signing.BadSignature, TypeError, ValueError):
+        return None
+    if not isinstance(started, int):
+        return None
+    spent = int(timezone.now().timestamp() * 1000) - started
+    return max(0, min(spent, MAX_TIME_SPENT_MS))
+
+
+# -- the span-selection field -------------------------------------------------------------------
+class SelectionWidget(forms.MultiWidget):
+    """The selected text (read-only, filled by the page's script) and its character offset."""
+
+    template_name = "annotation/widgets/selection.html"
+
+    def __init__(self, reference_name: str, attrs=None):
+        self.reference_name = reference_name
+        widgets = (
+            forms.TextInput(
+                attrs={
+                    "readonly": "readonly",
+                    "class": "form-control",
+                    "data-span-text": reference_name,
+                    "placeholder": "Select the answer in the text above with the mouse",
+                }
+            ),
+            forms.HiddenInput(attrs={"data-span-start": reference_name}),
+        )
+        super().__init__(widgets, attrs)
+
+    def decompress(self, value):
+        if isinstance(value, Mapping):
+            return [value.get("text", ""), value.get("start", "")]
+        if isinstance(value, str):
+            return [value, ""]
+        return ["", ""]
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        context["widget"]["reference_name"] = self.reference_name
+        return context
+
+
+class SelectionField(forms.MultiValueField):
+    """A ``context_string_selection``: cleans to ``{"text": str, "start": int}`` or None."""
+
+    def __init__(self, reference_name: str, **kwargs):
+        fields = (
+            forms.CharField(required=False, strip=False, max_length=20_000),
+            forms.IntegerField(required=False, min_value=0),
+        )
+        kwargs.setdefault("widget", SelectionWidget(reference_name))
+        super().__init__(fields, require_all_fields=False, **kwargs)
+
+    def compress(self, data_list):
+        if not data_list or not data_list[0]:
+            return None
+        text, start = data_list[0], data_list[1]
+        value: dict[str, Any] = {"text": text}
+        if start is not None:
+            value["start"] = start
+        return value
+
+
+# -- one builder per field type ----------
+def _common(spec: FieldSpec) -> dict[str, Any]:
+    return {
+        "label": spec.display_name or spec.name,
+        "required": not spec.optional,
+        "help_text": spec.help_text,
+    }
+
+
+def build_string(spec: FieldSpec) -> forms.Field:
+    rows = 4 if spec.multiline else 2
+    return forms.CharField(
+        max_length=spec.max_length,
+        widget=forms.Textarea(attrs={"rows": rows, "placeholder": spec.placeholder}),
+        **_common(spec),
+    )
+
+
+def build_multiclass(spec: FieldSpec) -> forms.Field:
+    choices = [(label, label) for label in spec.labels]
+    widget = forms.RadioSelect if len(choices) <= 6 else forms.Select
+    return forms.ChoiceField(choices=choices, widget=widget, **_common(spec))
+
+
+def build_multilabel(spec: FieldSpec) -> forms.Field:
+    return forms.MultipleChoiceField(
+        choices=[(label, label) for label in spec.labels],
+        widget=forms.CheckboxSelectMultiple,
+        **_common(spec),
+    )
+
+
+def build_selection(spec: FieldSpec) -> forms.Field:
+    return SelectionField(spec.reference_name or "", **_common(spec))
+
+
+def build_image(spec: FieldSpec) -> forms.Field:
+    return forms.URLField(
+        assume_scheme="https",
+        max_length=2000,
+        widget=forms.URLInput(attrs={"placeholder": spec.placeholder or "https://..."}),
+        **_common(spec),
+    )
+
+
+def build_prob(spec: FieldSpec) -> None:
+    """Probabilities come from the model: never an input (shown as bars instead)."""
+    return None
+
+
+FIELD_BUILDERS: dict[FieldType, Callable[[FieldSpec], forms.Field | None]] = {
+    FieldType.STRING: build_string,
+    FieldType.MULTICLASS: build_multiclass,
+    FieldType.MULTILABEL: build_multilabel,
+    FieldType.CONTEXT_STRING_SELECTION: build_selection,
+    FieldType.IMAGE: build_image,
+    FieldType.PROB: build_prob,
+}
+
+
+def build_field(spec: FieldSpec) -> forms.Field | None:
+    return FIELD_BUILDERS[spec.type](spec)
+
+
+# -- forms ----------
+class ConfigForm(forms.Form):
+    """A form whose fields are config fields; subclasses add their own controls."""
+
+    def __init__(self, *args, specs: Iterable[FieldSpec] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.specs: list[FieldSpec] = []
+        for spec in specs:
+            field = build_field(spec)
+            if field is not None:
+                self.fields[spec.name] = field
+                self.specs.append(spec)
+        self.helper = FormHelper()
+        self.helper.form_tag = False
+        self.helper.disable_csrf = True
+
+    def config_values(self) -> dict[str, Any]:
+        """Return the cleaned config values, leaving out blank optional answers."""
+        values: dict[str, Any] = {}
+        for spec in self.specs:
+            value = self.cleaned_data.get(spec.name)
+            if value in (None, "", []):
+                continue
+            if spec.type == FieldType.MULTILABEL:
+                value = list(value)
+            values[spec.name] = value
+        return values
+
+    def add_issues(self, issues) -> None:
+        """Attach ``ConfigIssue``s to their fields (others become form errors)."""
+        for issue in issues:
+            field = issue.path if issue.path in self.fields else None
+            self.add_error(field, issue.message)
+
+
+class CreateForm(ConfigForm):
+    """The worker's example: the config's inputs plus the page's own controls."""
+
+    context_id = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    started_at = forms.CharField(required=False, widget=forms.HiddenInput)
+    retain_input = forms.BooleanField(required=False, label="Retain my input for the same context")
+    sandbox = forms.BooleanField(
+        required=False,
+        label="Sandbox: try the model without storing anything",
+    )
+
+    def __init__(self, *args, config: TaskConfig, goal_label: str = "", **kwargs):
+        super().__init__(*args, specs=config.input, **kwargs)
+        self.config = config
+        goal = config.goal_field
+        if goal is not None and goal_label and goal.name in self.fields:
+            self.fields[goal.name].initial = goal_label
+        if not self.is_bound and "started_at" not in self.initial:
+            self.initial["started_at"] = sign_started_at()
+        self.helper.layout = Layout(
+            *[Field(spec.name) for spec in self.specs],
+            "context_id",
+            "started_at",
+            HTML('{% include "annotation/_next_context.html" %}'),
+            Div(
+                Field("retain_input", wrapper_class="form-check form-switch me-4"),
+                Field("sandbox", wrapper_class="form-check form-switch"),
+                css_class="d-flex flex-wrap mt-2",
+            ),
+        )
+
+
+class MetadataForm(ConfigForm):
+    """Metadata answers (``metadata.create`` or ``metadata.validate`` fields)."""
+
+    def __init__(self, *args, specs: Iterable[FieldSpec], **kwargs):
+        super().__init__(*args, specs=specs, **kwargs)
+        self.helper.layout = Layout(*[Field(spec.name) for spec in self.specs])
+
+
+VERDICT_HELP = {
+    ValidationLabel.CORRECT: "The example is valid and its label is right.",
+    ValidationLabel.INCORRECT: "The example's label is wrong.",
+    ValidationLabel.FLAGGED: "The example breaks the instructions or is offensive.",
+}
+
+
+class ValidateForm(ConfigForm):
+    """A verdict (correct, incorrect or flag) plus the metadata.validate fields.
+
+    Every metadata field is shown, grouped by the verdict it belongs to; only the fields of
+    the chosen verdict are kept (and checked) on submit.
+    """
+
+    label = forms.ChoiceField(
+        choices=ValidationLabel.choices, widget=forms.RadioSelect, label="Your verdict"
+    )
+    example_id = forms.IntegerField(widget=forms.HiddenInput)
+    started_at = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, config: TaskConfig, **kwargs):
+        super().__init__(*args, specs=config.metadata_validate, **kwargs)
+        self.config = config
+        # Required-ness depends on the verdict: checked in clean() against the chosen one.
+        self.required_names = {spec.name for spec in self.specs if not spec.optional}
+        for name in self.required_names:
+            self.fields[name].required = False
+        if not self.is_bound and "started_at" not in self.initial:
+            self.initial["started_at"] = sign_started_at()
+        groups: list = []
+        unconditional = [s.name for s in self.specs if s.validated_label_condition is None]
+        if unconditional:
+            groups.append(Div(*unconditional))
+        for verdict in Verdict:
+            names = [s.name for s in self.specs if s.validated_label_condition == verdict]
+            if names:
+                groups.append(
+                    Fieldset(
+                        f"If {ValidationLabel(verdict.value).label.lower()}",
+                        *names,
+                        css_class=f"verdict-fields verdict-{verdict.value}",
+                    )
+                )
+        self.helper.layout = Layout(
+            "example_id", "started_at", Field("label", css_class="verdict-choice"), *groups
+        )
+
+    def verdict_specs(self) -> tuple[FieldSpec, ...]:
+        label = self.cleaned_data.get("label")
+        return self.config.validate_metadata_fields(label) if label else ()
+
+    def clean(self):
+        cleaned = super().clean()
+        for spec in self.verdict_specs():
+            if spec.name in self.required_names and cleaned.get(spec.name) in (None, "", []):
+                self.add_error(spec.name, f"{spec.display_name} is required for this verdict")
+        return cleaned
+
+    def metadata_values(self) -> dict[str, Any]:
+        keep = {spec.name for spec in self.verdict_specs()}
+        return {name: value for name, value in self.config_values().items() if name in keep}
+
+
+class ReviewFilterForm(forms.Form):
+    min_flags = forms.IntegerField(required=False, min_value=0, initial=0, label="Flags at least")
+    disagreement = forms.BooleanField(required=False, label="Only with disagreement")
+    include_settled = forms.BooleanField(required=False, label="Include settled examples")
+
+
+class OwnerVerdictForm(forms.Form):
+    label = forms.ChoiceField(choices=ValidationLabel.choices, widget=forms.RadioSelect)
+
+
+# -- display helpers (model answers, contexts) ----------
+def value_text(spec: FieldSpec | None, value: Any) -> str:
+    """Return a short plain text for a config value (a selection shows its text)."""
+    if value is None:
+        return ""
+    if spec is not None and spec.type == FieldType.CONTEXT_STRING_SELECTION:
+        if isinstance(value, Mapping):
+            return str(value.get("text", ""))
+        return str(value)
+    if isinstance(value, list | tuple):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False)[:2000]
+    return str(value)
+
+
+def prob_bars(spec: FieldSpec, value: Any, config: TaskConfig) -> list[dict[str, Any]]:
+    """Return ``[{"label", "percent"}]`` for a prob output (one bar for ``single_prob``)."""
+    if spec.single_prob:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return [{"label": spec.display_name, "percent": round(float(value) * 100, 1)}]
+        return []
+    if not isinstance(value, Mapping):
+        return []
+    referenced = config.field(spec.reference_name) if spec.reference_name else None
+    order = list(referenced.labels) if referenced else list(value)
+    bars = []
+    for label in order:
+        probability = value.get(label)
+        if isinstance(probability, int | float) and not isinstance(probability, bool):
+            bars.append({"label": label, "percent": round(float(probability) * 100, 1)})
+    return bars
+
+
+def output_items(config: TaskConfig, output: Mapping | None) -> list[dict[str, Any]]:
+    """Describe a model output for the templates: text values and probability bars."""
+    if not isinstance(output, Mapping):
+        return []
+    items = []
+    for spec in config.output:
+        value = output.get(spec.name)
+        if spec.type == FieldType.PROB:
+            items.append({"spec": spec, "kind": "prob", "bars": prob_bars(spec, value, config)})
+        else:
+            items.append({"spec": spec, "kind": "text", "text": value_text(spec, value)})
+    return items
+
+
+def input_items(config: TaskConfig, data: Mapping | None) -> list[dict[str, Any]]:
+    """Describe what a worker entered (targets included) for the templates."""
+    data = data if isinstance(data, Mapping) else {}
+    items = []
+    for spec in config.input:
+        if spec.name in data:
+            kind = "image" if spec.type == FieldType.IMAGE else "text"
+            items.append({"spec": spec, "kind": kind, "text": value_text(spec, data[spec.name])})
+    return items
+
+
+def context_items(config: TaskConfig, data: Mapping | None) -> list[dict[str, Any]]:
+    """Describe a context for the templates: text (selectable when referenced) or an image."""
+    data = data if isinstance(data, Mapping) else {}
+    referenced = {
+        spec.reference_name
+        for spec in (*config.input, *config.metadata_validate)
+        if spec.type == FieldType.CONTEXT_STRING_SELECTION
+    }
+    items = []
+    for spec in config.context:
+        value = data.get(spec.name)
+        if spec.type == FieldType.IMAGE:
+            kind = "image"
+        elif spec.type == FieldType.PROB:
+            continue
+        else:
+            kind = "text"
+        items.append(
+            {
+                "spec": spec,
+                "kind": kind,
+                "text": value_text(spec, value),
+                "selectable": spec.name in referenced,
+            }
+        )
+    return items
+
+
+def goal_text(config: TaskConfig, goal_label: str) -> str:
+    """Return the goal banner's second line, e.g. "Write a positive example..." (plain text)."""
+    if not goal_label:
+        return ""
+    return f"Your goal: write an example whose true label is “{goal_label}” and fool the model."
+
+
+def preview_context(config: TaskConfig) -> dict[str, Any]:
+    """Return placeholder context data for the admin preview (no uploaded context needed)."""
+    data: dict[str, Any] = {}
+    for spec in config.context:
+        if spec.type == FieldType.IMAGE:
+            data[spec.name] = "https://example.org/image.jpg"
+        elif spec.type == FieldType.MULTICLASS and spec.labels:
+            data[spec.name] = spec.labels[0]
+        else:
+            data[spec.name] = f"Example {spec.display_name.lower()} shown to the worker."
+    return data

@@ -1,0 +1,160 @@
+"""RQ jobs of the create page, on the ``live`` queue (a non-forking SimpleWorker in production).
+
+``live_prediction_job(example_id, attempt)`` asks the example's model and stores the answer or
+the failure through the services; it is idempotent (an example that already has an answer is
+left alone). ``sandbox_prediction_job(model_id, inputs)`` asks a model and returns the answer
+without storing anything. ``wait_for_job`` blocks on the job's result stream in Redis, so a
+request can wait briefly for a fast model instead of polling.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import django_rq
+from rq.results import Result
+
+from annotation import services
+from annotation.models import Example, ExampleStatus
+from models_hub.errors import ModelCallError
+from models_hub.models import Model
+from models_hub.services import predict_live
+
+logger = logging.getLogger(__name__)
+
+LIVE_QUEUE = "live"
+RESULT_TTL_SECONDS = 600
+FAILURE_TTL_SECONDS = 24 * 3600
+# The live client makes at most two attempts; allow both plus a margin.
+TIMEOUT_MARGIN_SECONDS = 5
+
+
+def job_timeout(model: Model | None) -> int:
+    if model is None:
+        return 60
+    return int(2 * (model.connect_timeout + model.read_timeout) + TIMEOUT_MARGIN_SECONDS)
+
+
+def live_job_id(example_id: int, attempt: int) -> str:
+    return f"annotation-live-{example_id}-{attempt}"
+
+
+def _queue():
+    return django_rq.get_queue(LIVE_QUEUE)
+
+
+def enqueue_live_prediction(example_id: int, attempt: int, timeout: int = 60) -> str:
+    """Queue ``live_prediction_job`` for an example (called after commit); return the job id."""
+    job_id = live_job_id(example_id, attempt)
+    _queue().enqueue(
+        live_prediction_job,
+        example_id,
+        attempt,
+        job_id=job_id,
+        job_timeout=timeout,
+        result_ttl=RESULT_TTL_SECONDS,
+        failure_ttl=FAILURE_TTL_SECONDS,
+    )
+    return job_id
+
+
+def live_prediction_job(example_id: int, attempt: int = 1) -> dict[str, Any]:
+    """Ask the example's model and store its answer or the failure. Idempotent."""
+    example = (
+        Example.objects.select_related(
+            "model", "model__task", "model__task__current_config", "config_version", "context"
+        )
+        .filter(pk=example_id)
+        .first()
+    )
+    if example is None or example.status != ExampleStatus.AWAITING_MODEL:
+        return {"skipped": True}
+    if example.model is None:
+        services.example_record_model_failure(
+            example_id, code="model.missing", message="The model was removed from the loop."
+        )
+        return {"ok": False, "code": "model.missing"}
+    config = example.config_version.parsed
+    inputs = services.model_inputs(
+        config,
+        example.input,
+        example.context.data if example.context_id else None,
+        uid=f"example-{example.pk}",
+    )
+    try:
+        result = predict_live(example.model, [inputs])
+    except ModelCallError as error:
+        services.example_record_model_failure(example_id, code=error.code, message=str(error))
+        return {"ok": False, "code": error.code}
+    except Exception:  # a bug must not leave the worker waiting forever
+        logger.exception("live prediction of example %s failed", example_id)
+        services.example_record_model_failure(
+            example_id, code="model.error", message="The model call failed unexpectedly."
+        )
+        return {"ok": False, "code": "model.error"}
+    services.example_record_model_answer(
+        example_id,
+        output=result.outputs[0],
+        latency_ms=result.latency_ms,
+        model_version=result.model_version,
+    )
+    return {"ok": True}
+
+
+def sandbox_prediction_job(model_id: int, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Ask model ``model_id`` for one input and return the answer; nothing is stored."""
+    model = Model.objects.select_related("task", "task__current_config").filter(pk=model_id).first()
+    if model is None:
+        return {"ok": False, "code": "model.missing", "message": "The model is gone."}
+    try:
+        result = predict_live(model, [inputs])
+    except ModelCallError as error:
+        return {"ok": False, "code": error.code, "message": str(error)}
+    except Exception:
+        logger.exception("sandbox prediction with model %s failed", model_id)
+        return {"ok": False, "code": "model.error", "message": "The model call failed."}
+    return {
+        "ok": True,
+        "output": result.outputs[0],
+        "latency_ms": result.latency_ms,
+        "model_name": model.name,
+    }
+
+
+def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any]) -> str:
+    job = _queue().enqueue(
+        sandbox_prediction_job,
+        model.pk,
+        inputs,
+        job_timeout=job_timeout(model),
+        result_ttl=RESULT_TTL_SECONDS,
+        failure_ttl=FAILURE_TTL_SECONDS,
+    )
+    return job.id
+
+
+def wait_for_job(job_id: str, seconds: float) -> bool:
+    """Block up to ``seconds`` until job ``job_id`` has a result (success or failure)."""
+    if seconds <= 0:
+        return False
+    connection = _queue().connection
+    response = connection.xread({Result.get_key(job_id): "0-0"}, block=max(1, int(seconds * 1000)))
+    return bool(response)
+
+
+def sandbox_result(job_id: str) -> dict[str, Any] | None:
+    """Return the sandbox job's answer, None while it runs, or a failure description."""
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job
+
+    try:
+        job = Job.fetch(job_id, connection=_queue().connection)
+    except NoSuchJobError:
+        return {"ok": False, "code": "sandbox.expired", "message": "The answer expired."}
+    result = job.latest_result()
+    if result is None:
+        return None
+    if result.type == Result.Type.SUCCESSFUL and isinstance(result.return_value, dict):
+        return result.return_value
+    return {"ok": False, "code": "model.error", "message": "The model call failed."}

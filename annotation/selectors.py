@@ -1,0 +1,198 @@
+"""Reads of the annotation app: the task and round an actor works on, contexts, examples,
+the validation queue and the owners' review queue. Every query is bounded and index-backed."""
+
+from __future__ import annotations
+
+import random
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from annotation.actors import Actor
+from annotation.models import Example, ExampleStatus, Validation, ValidationState
+from annotation.sampling import sample_context
+from tasks.errors import NotFound, PermissionDenied
+from tasks.models import Context, Round, Task
+from tasks.permissions import can_contribute, can_review_examples, can_view_task
+from tasks.selectors import round_current
+
+# Examples ready for validation: a worker finished them (the model answered, or none was in
+# the loop). Awaiting or failed model calls are not shown to validators.
+VALIDATABLE_STATUSES = (ExampleStatus.MODEL_ANSWERED, ExampleStatus.NO_MODEL)
+
+
+def task_for_actor(code: str, actor: Actor | None) -> Task:
+    """Return task ``code`` if ``actor`` may work on it (current config and owners loaded)."""
+    task = (
+        Task.objects.select_related("current_config")
+        .prefetch_related("owners")
+        .filter(code=code)
+        .first()
+    )
+    if task is None:
+        raise NotFound(f"no task {code!r}")
+    if actor is None:
+        raise PermissionDenied("sign in to work on this task")
+    if actor.user is not None:
+        if not can_view_task(actor.user, task):
+            raise NotFound(f"no task {code!r}")
+        if not can_contribute(actor.user, task):
+            raise PermissionDenied("this task takes no new work at the moment")
+    elif not (task.active and actor.may_act_on(task)):
+        raise PermissionDenied("your campaign link is for another task")
+    if task.current_config_id is None:
+        raise NotFound("this task has no config yet")
+    return task
+
+
+def task_for_reviewer(code: str, user) -> Task:
+    """Return task ``code`` for one of its owners (the review queue), else raise."""
+    task = (
+        Task.objects.select_related("current_config")
+        .prefetch_related("owners")
+        .filter(code=code)
+        .first()
+    )
+    if task is None or not can_view_task(user, task):
+        raise NotFound(f"no task {code!r}")
+    if not can_review_examples(user, task):
+        raise PermissionDenied("only the task's owners review examples")
+    return task
+
+
+def round_for_actor(task: Task, actor: Actor) -> Round | None:
+    """The campaign's round for a campaign worker, else the task's latest open round."""
+    if actor.campaign_worker is not None:
+        return actor.campaign_worker.campaign.round
+    return round_current(task)
+
+
+def context_sample(
+    task: Task, round_: Round, strategy: str, tag: str, actor: Actor | None = None
+) -> Context | None:
+    """Return a context of ``round_`` sampled by ``strategy`` (see ``annotation.sampling``)."""
+    del task, actor  # the round names the task; every actor gets the same strategy
+    return sample_context(round_, strategy, tag, random.Random())  # noqa: S311
+
+
+def context_get(round_: Round, context_id: int | None) -> Context | None:
+    if not context_id:
+        return None
+    return Context.objects.filter(round=round_, pk=context_id).first()
+
+
+def _examples_with_config() -> QuerySet[Example]:
+    return Example.objects.select_related("config_version", "context", "model")
+
+
+def example_get_for_actor(task: Task, example_id: int, actor: Actor) -> Example:
+    """Return the actor's own example ``example_id`` of ``task`` (owners may see any)."""
+    example = _examples_with_config().filter(task=task, pk=example_id).first()
+    if example is None:
+        raise NotFound("no such example")
+    own = (actor.user is not None and example.user_id == actor.user.pk) or (
+        actor.campaign_worker is not None and example.campaign_worker_id == actor.campaign_worker.pk
+    )
+    if not own and not (actor.user is not None and can_review_examples(actor.user, task)):
+        raise NotFound("no such example")
+    return example
+
+
+def _exclude_actor_work(queryset: QuerySet[Example], actor: Actor) -> QuerySet[Example]:
+    """Drop the actor's own examples and the ones it validated (NOT EXISTS subquery)."""
+    if actor.user is not None:
+        mine = Q(user=actor.user)
+        validated = Validation.objects.filter(example=OuterRef("pk"), user=actor.user)
+    else:
+        mine = Q(campaign_worker=actor.campaign_worker)
+        validated = Validation.objects.filter(
+            example=OuterRef("pk"), campaign_worker=actor.campaign_worker
+        )
+    return queryset.exclude(mine).filter(~Exists(validated))
+
+
+def validation_queue(task: Task, actor: Actor) -> QuerySet[Example]:
+    """Examples ``actor`` may validate: pending, not retracted, not theirs, not validated.
+
+    The filter matches the partial index ``example_validation_queue``.
+    """
+    queryset = Example.objects.filter(
+        task=task,
+        validation_state=ValidationState.PENDING,
+        retracted=False,
+        status__in=VALIDATABLE_STATUSES,
+    )
+    return _exclude_actor_work(queryset, actor)
+
+
+def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
+    """Return the next example for ``actor`` to validate, least validated first.
+
+    Fooling examples come first, then examples without a verdict (no model in the loop);
+    examples that did not fool the model are queued only with ``validate_non_fooling``, and
+    then the order is least validated first whatever the verdict. Each candidate query walks
+    ``example_validation_queue`` (task, model_wrong, validation_count, id) and takes one row:
+    at most three queries, whatever the table size.
+    """
+    queue = validation_queue(task, actor).order_by("validation_count", "id")
+
+    def first(**verdict) -> Example | None:
+        return queue.filter(**verdict).select_related("config_version", "context").first()
+
+    if not task.validate_non_fooling:
+        return first(model_wrong=True) or first(model_wrong__isnull=True)
+    candidates = [
+        example
+        for example in (
+            first(model_wrong=True),
+            first(model_wrong=False),
+            first(model_wrong__isnull=True),
+        )
+        if example is not None
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda example: (example.validation_count, example.id))
+
+
+def example_for_validation(task: Task, example_id: int, actor: Actor) -> Example | None:
+    """Return example ``example_id`` if it is still in ``actor``'s validation queue."""
+    return (
+        validation_queue(task, actor)
+        .filter(pk=example_id)
+        .select_related("config_version", "context")
+        .first()
+    )
+
+
+REVIEW_PAGE_SIZE = 50
+
+
+def review_queue(
+    task: Task,
+    min_flags: int = 0,
+    disagreement: bool = False,
+    include_settled: bool = False,
+    limit: int = REVIEW_PAGE_SIZE,
+) -> list[Example]:
+    """Examples for the owners' review: most flagged first, optionally with disagreement.
+
+    Disagreement means validators gave different verdicts (at least two kinds of label).
+    Settled examples are left out unless ``include_settled`` (an owner may override them).
+    """
+    queryset = Example.objects.filter(task=task, retracted=False).exclude(
+        status=ExampleStatus.AWAITING_MODEL
+    )
+    if not include_settled:
+        queryset = queryset.filter(validation_state=ValidationState.PENDING)
+    if min_flags:
+        queryset = queryset.filter(flag_count__gte=min_flags)
+    if disagreement:
+        queryset = queryset.filter(
+            (Q(correct_count__gt=0) & (Q(incorrect_count__gt=0) | Q(flagged_count__gt=0)))
+            | (Q(incorrect_count__gt=0) & Q(flagged_count__gt=0))
+        )
+    return list(
+        queryset.select_related("config_version", "context", "user").order_by(
+            "-flag_count", "-validation_count", "id"
+        )[:limit]
+    )

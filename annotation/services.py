@@ -1,0 +1,512 @@
+"""Writes of the annotation app: examples (submit, model answers, verdicts, metadata, retract,
+flag), validations and the owners' review.
+
+Rules kept here, nowhere else:
+
+- An example is saved first (status ``awaiting_model``, with its round and config version);
+  the model is asked afterwards by ``annotation.jobs.live_prediction_job``, enqueued on the
+  ``live`` queue after commit. With no model in the loop it is stored with status
+  ``no_model`` and no verdict.
+- Cached counters move with ``F()`` inside the transaction that made the change, through the
+  ``annotation.stats`` hooks, exactly once per event. Examples are locked with
+  ``select_for_update`` before a validation or a review changes them.
+- An example settles when ``task.num_matching_validations`` verdicts of one label agree, or
+  at once on an owner's verdict (which also overrides an earlier consensus).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotation import stats
+from annotation.actors import Actor
+from annotation.models import (
+    Example,
+    ExampleStatus,
+    Validation,
+    ValidationLabel,
+    ValidationState,
+    VerdictSource,
+)
+from models_hub.selectors import model_pick_for_round
+from tasks.config.types import FieldType, TaskConfig
+from tasks.config.values import check_metadata, check_worker_input
+from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from tasks.metrics.errors import MetricError
+from tasks.metrics.fooling import model_fooled
+from tasks.models import Context, Round, Task
+from tasks.permissions import is_task_owner
+
+logger = logging.getLogger(__name__)
+
+MAX_FLAG_REASON = 500
+
+
+class InvalidInput(ServiceError):
+    """What the worker entered does not fit the config; ``details["issues"]`` lists why."""
+
+    code = "example.invalid"
+
+
+def _issues_or_raise(issues, message: str) -> None:
+    if issues:
+        raise InvalidInput(message, details={"issues": issues})
+
+
+def _is_creator(example: Example, actor: Actor) -> bool:
+    if actor.user is not None:
+        return example.user_id == actor.user.pk
+    return actor.campaign_worker is not None and example.campaign_worker_id == (
+        actor.campaign_worker.pk
+    )
+
+
+def _require_creator(example: Example, actor: Actor) -> None:
+    if not _is_creator(example, actor):
+        raise PermissionDenied("only the example's writer can do this")
+
+
+# -- the model inputs ----------
+def model_inputs(config: TaskConfig, data: Mapping, context_data: Mapping | None, uid: str) -> dict:
+    """Return the one input sent to the model: uid, the non-target inputs, the context."""
+    inputs: dict[str, Any] = {"uid": uid}
+    for spec in config.worker_input_fields:
+        if spec.name in data:
+            inputs[spec.name] = data[spec.name]
+    for spec in config.context:
+        if context_data and spec.name in context_data:
+            inputs[spec.name] = context_data[spec.name]
+    return inputs
+
+
+def targets_of(config: TaskConfig, data: Mapping) -> dict:
+    return {spec.name: data[spec.name] for spec in config.target_fields if spec.name in data}
+
+
+def verdict_for(config: TaskConfig, data: Mapping, output: Mapping) -> bool | None:
+    """Return whether the model was fooled under the config's metric (None: ask the worker)."""
+    try:
+        return model_fooled(config, targets_of(config, data), output)
+    except MetricError:
+        logger.warning("model_wrong_metric could not be computed", exc_info=True)
+        return None
+
+
+def normalise_input(config: TaskConfig, data: Mapping) -> dict:
+    """Keep only the config's inputs; a selection given as plain text becomes ``{"text": ...}``."""
+    clean = {}
+    for spec in config.input:
+        if spec.name in data:
+            value = data[spec.name]
+            if spec.type == FieldType.CONTEXT_STRING_SELECTION and isinstance(value, str):
+                value = {"text": value}
+            clean[spec.name] = value
+    return clean
+
+
+# -- contexts ----------
+def context_mark_served(context: Context) -> None:
+    """Count one more showing of ``context`` (least-used sampling reads this)."""
+    Context.objects.filter(pk=context.pk).update(times_served=F("times_served") + 1)
+
+
+# -- examples ----------
+def _enqueue_live(example: Example) -> None:
+    from annotation import jobs  # jobs import services
+
+    example_id, attempt = example.pk, example.model_attempts
+    timeout = jobs.job_timeout(example.model)
+    transaction.on_commit(lambda: jobs.enqueue_live_prediction(example_id, attempt, timeout))
+
+
+def example_submit(
+    *,
+    task: Task,
+    round_: Round,
+    actor: Actor,
+    context: Context | None,
+    data: Mapping,
+    goal_label: str = "",
+    time_spent_ms: int | None = None,
+) -> Example:
+    """Store a worker's example, then ask a model of the round (after commit).
+
+    Raises ``InvalidInput`` (with the config issues) when ``data`` does not fit the task's
+    current config, ``Conflict`` when the round is closed or the context is missing.
+    """
+    if actor is None or not actor.is_authenticated:
+        raise PermissionDenied("sign in to write examples")
+    if not task.active:
+        raise PermissionDenied("this task takes no new examples")
+    if round_ is None or round_.task_id != task.pk or not round_.is_open:
+        raise Conflict("the round is closed", code="round.closed")
+    version = task.current_config
+    config = version.parsed
+    if config.context and context is None:
+        raise Conflict("this task has no context to write about yet", code="context.missing")
+    if context is not None and context.round_id != round_.pk:
+        raise NotFound("no such context")
+    data = normalise_input(config, data)
+    context_data = context.data if context is not None else {}
+    _issues_or_raise(
+        check_worker_input(config, data, context_data), "the example does not fit the task"
+    )
+    goal = config.goal_field
+    if goal is None or goal_label not in goal.labels:
+        goal_label = ""
+    model = model_pick_for_round(round_)
+    with transaction.atomic():
+        example = Example.objects.create(
+            task=task,
+            round=round_,
+            context=context,
+            config_version=version,
+            input=data,
+            goal_label=goal_label,
+            status=ExampleStatus.AWAITING_MODEL if model else ExampleStatus.NO_MODEL,
+            model=model,
+            model_attempts=1 if model else 0,
+            time_spent_ms=time_spent_ms,
+            **actor.create_kwargs(),
+        )
+        if context is not None:
+            Context.objects.filter(pk=context.pk).update(example_count=F("example_count") + 1)
+        stats.stats_example_created(example)
+        if model is not None:
+            _enqueue_live(example)
+    return example
+
+
+def _locked(example_id: int) -> Example:
+    example = (
+        Example.objects.select_for_update(of=("self",))
+        .select_related("config_version")
+        .filter(pk=example_id)
+        .first()
+    )
+    if example is None:
+        raise NotFound("no such example")
+    return example
+
+
+def example_record_model_answer(
+    example_id: int,
+    *,
+    output: Mapping,
+    latency_ms: float | None = None,
+    model_version: str | None = None,
+) -> Example | None:
+    """Store the model's answer and the metric's verdict (once; later answers are ignored)."""
+    with transaction.atomic():
+        example = _locked(example_id)
+        if example.status != ExampleStatus.AWAITING_MODEL:
+            return None
+        config = example.config_version.parsed
+        example.status = ExampleStatus.MODEL_ANSWERED
+        example.model_output = dict(output)
+        example.model_latency_ms = latency_ms
+        example.model_version = (model_version or "")[:200]
+        example.model_error_code = ""
+        example.model_error_message = ""
+        example.model_wrong = verdict_for(config, example.input, output)
+        example.verdict_source = (
+            VerdictSource.METRIC if example.model_wrong is not None else VerdictSource.NONE
+        )
+        example.save(
+            update_fields=[
+                "status",
+                "model_output",
+                "model_latency_ms",
+                "model_version",
+                "model_error_code",
+                "model_error_message",
+                "model_wrong",
+                "verdict_source",
+                "updated_at",
+            ]
+        )
+        if example.model_wrong is not None:
+            stats.stats_example_verdict(example)
+    return example
+
+
+def example_record_model_failure(example_id: int, *, code: str, message: str) -> Example | None:
+    """Store that the model failed (a safe code and message); the example is kept."""
+    with transaction.atomic():
+        example = _locked(example_id)
+        if example.status != ExampleStatus.AWAITING_MODEL:
+            return None
+        example.status = ExampleStatus.MODEL_FAILED
+        example.model_error_code = code[:64]
+        example.model_error_message = message[:2000]
+        example.save(
+            update_fields=["status", "model_error_code", "model_error_message", "updated_at"]
+        )
+    return example
+
+
+def example_request_model(example: Example, actor: Actor, *, stale_after: float = 0) -> Example:
+    """Ask a model again for a failed example (or one waiting longer than ``stale_after`` s)."""
+    _require_creator(example, actor)
+    with transaction.atomic():
+        locked = _locked(example.pk)
+        waiting_too_long = (
+            locked.status == ExampleStatus.AWAITING_MODEL
+            and stale_after
+            and (timezone.now() - locked.updated_at).total_seconds() >= stale_after
+        )
+        if locked.retracted or not (
+            locked.status == ExampleStatus.MODEL_FAILED or waiting_too_long
+        ):
+            raise Conflict("the model was already asked", code="example.not_failed")
+        model = model_pick_for_round(locked.round)
+        if model is None:
+            raise Conflict("no model is in the loop any more", code="example.no_model")
+        locked.status = ExampleStatus.AWAITING_MODEL
+        locked.model = model
+        locked.model_attempts += 1
+        locked.model_error_code = ""
+        locked.model_error_message = ""
+        locked.save(
+            update_fields=[
+                "status",
+                "model",
+                "model_attempts",
+                "model_error_code",
+                "model_error_message",
+                "updated_at",
+            ]
+        )
+        _enqueue_live(locked)
+    return locked
+
+
+def example_set_worker_verdict(example: Example, actor: Actor, model_wrong: bool) -> Example:
+    """Record the writer's own verdict (``ask_user``): once, after the model answered."""
+    _require_creator(example, actor)
+    with transaction.atomic():
+        locked = _locked(example.pk)
+        config = locked.config_version.parsed
+        if config.model_wrong_metric.type != "ask_user":
+            raise Conflict("the task's metric decides the verdict", code="verdict.not_asked")
+        if locked.status != ExampleStatus.MODEL_ANSWERED:
+            raise Conflict("the model has not answered", code="verdict.no_answer")
+        if locked.model_wrong is not None:
+            raise Conflict("the verdict is already recorded", code="verdict.recorded")
+        if locked.retracted:
+            raise Conflict("the example was retracted", code="example.retracted")
+        locked.model_wrong = bool(model_wrong)
+        locked.verdict_source = VerdictSource.WORKER
+        locked.save(update_fields=["model_wrong", "verdict_source", "updated_at"])
+        stats.stats_example_verdict(locked)
+    return locked
+
+
+def example_save_metadata(example: Example, actor: Actor, data: Mapping) -> Example:
+    """Store the writer's ``metadata.create`` answers for the example's outcome."""
+    _require_creator(example, actor)
+    config = example.config_version.parsed
+    fields = config.create_metadata_fields(example.model_wrong)
+    context = example.context.data if example.context_id else {}
+    _issues_or_raise(
+        check_metadata(fields, data, context=context), "the answers do not fit the task"
+    )
+    with transaction.atomic():
+        locked = _locked(example.pk)
+        if locked.retracted:
+            raise Conflict("the example was retracted", code="example.retracted")
+        locked.metadata = dict(data)
+        locked.save(update_fields=["metadata", "updated_at"])
+    return locked
+
+
+def example_retract(example: Example, actor: Actor) -> Example:
+    """Withdraw an example (once): it leaves the validation queue and the counts."""
+    _require_creator(example, actor)
+    with transaction.atomic():
+        locked = _locked(example.pk)
+        if locked.retracted:
+            return locked
+        locked.retracted = True
+        locked.save(update_fields=["retracted", "updated_at"])
+        if locked.context_id is not None:
+            Context.objects.filter(pk=locked.context_id, example_count__gt=0).update(
+                example_count=F("example_count") - 1
+            )
+        stats.stats_example_retracted(locked)
+    return locked
+
+
+def example_flag(example: Example, actor: Actor, reason: str = "") -> Example:
+    """Flag one's own example for the owners' review (counted once in ``flag_count``)."""
+    _require_creator(example, actor)
+    with transaction.atomic():
+        locked = _locked(example.pk)
+        if locked.creator_flagged:
+            return locked
+        locked.creator_flagged = True
+        locked.creator_flag_reason = (reason or "")[:MAX_FLAG_REASON]
+        locked.flag_count = F("flag_count") + 1
+        locked.save(
+            update_fields=["creator_flagged", "creator_flag_reason", "flag_count", "updated_at"]
+        )
+        locked.refresh_from_db(fields=["flag_count"])
+    return locked
+
+
+# -- validation ----------
+LABEL_COUNTER = {
+    ValidationLabel.CORRECT: "correct_count",
+    ValidationLabel.INCORRECT: "incorrect_count",
+    ValidationLabel.FLAGGED: "flagged_count",
+}
+
+
+def _check_validate_metadata(example: Example, label: str, metadata: Mapping) -> dict:
+    config = example.config_version.parsed
+    fields = config.validate_metadata_fields(label)
+    context = example.context.data if example.context_id else {}
+    _issues_or_raise(
+        check_metadata(fields, metadata, context=context), "the answers do not fit the task"
+    )
+    return dict(metadata)
+
+
+def _settle(example: Example, state: str, *, by_owner: bool) -> None:
+    """Move ``example`` (locked) to ``state`` and the counters with it, once."""
+    previous = example.validation_state
+    if previous == state and example.settled_by_owner == by_owner:
+        return
+    example.validation_state = state
+    example.settled_by_owner = example.settled_by_owner or by_owner
+    example.settled_at = timezone.now()
+    Example.objects.filter(pk=example.pk).update(
+        validation_state=state,
+        settled_by_owner=example.settled_by_owner,
+        settled_at=example.settled_at,
+    )
+    if previous != state:
+        stats.stats_example_settled(example, previous)
+
+
+def validation_submit(
+    *,
+    example_id: int,
+    actor: Actor,
+    label: str,
+    metadata: Mapping | None = None,
+    time_spent_ms: int | None = None,
+) -> Validation:
+    """Record ``actor``'s verdict on an example and settle it on consensus (or an owner).
+
+    Refuses the writer's own example, a second verdict by the same actor, and retracted or
+    settled examples (``Conflict``). An owner's verdict settles the example at once.
+    """
+    if label not in LABEL_COUNTER:
+        raise ServiceError("choose correct, incorrect or flag", code="validation.label")
+    if actor is None or not actor.is_authenticated:
+        raise PermissionDenied("sign in to validate examples")
+    with transaction.atomic():
+        example = (
+            Example.objects.select_for_update(of=("self",))
+            .select_related("config_version", "context", "task")
+            .filter(pk=example_id)
+            .first()
+        )
+        if example is None:
+            raise NotFound("no such example")
+        if _is_creator(example, actor):
+            raise PermissionDenied("you cannot validate your own example")
+        if example.retracted:
+            raise Conflict("the example was retracted", code="validation.retracted")
+        if example.validation_state != ValidationState.PENDING:
+            raise Conflict("the example is already settled", code="validation.settled")
+        metadata = _check_validate_metadata(example, label, metadata or {})
+        task = example.task
+        owner_verdict = actor.user is not None and is_task_owner(actor.user, task)
+        try:
+            with transaction.atomic():
+                validation = Validation.objects.create(
+                    example=example,
+                    label=label,
+                    metadata=metadata,
+                    is_owner_verdict=owner_verdict,
+                    time_spent_ms=time_spent_ms,
+                    **actor.create_kwargs(),
+                )
+        except IntegrityError:
+            raise Conflict("you already validated this example", code="validation.duplicate")
+        counter = LABEL_COUNTER[label]
+        updates = {"validation_count": F("validation_count") + 1, counter: F(counter) + 1}
+        if label == ValidationLabel.FLAGGED:
+            updates["flag_count"] = F("flag_count") + 1
+        Example.objects.filter(pk=example.pk).update(**updates)
+        # The row is locked: the new values are the old ones plus one.
+        example.validation_count += 1
+        setattr(example, counter, getattr(example, counter) + 1)
+        if label == ValidationLabel.FLAGGED:
+            example.flag_count += 1
+        stats.stats_validation_created(validation)
+        if owner_verdict:
+            _settle(example, label, by_owner=True)
+        elif getattr(example, counter) >= max(1, task.num_matching_validations):
+            _settle(example, label, by_owner=False)
+    return validation
+
+
+def owner_review_submit(
+    *, example_id: int, user, label: str, metadata: Mapping | None = None
+) -> Example:
+    """Record an owner's final verdict: it settles the example, or overrides a consensus.
+
+    An owner's earlier verdict on the example is replaced (its counter moves back). The
+    stats move once, by the difference between the previous and the new state.
+    """
+    if label not in LABEL_COUNTER:
+        raise ServiceError("choose correct, incorrect or flag", code="validation.label")
+    with transaction.atomic():
+        example = (
+            Example.objects.select_for_update(of=("self",))
+            .select_related("config_version", "context", "task")
+            .filter(pk=example_id)
+            .first()
+        )
+        if example is None:
+            raise NotFound("no such example")
+        if not is_task_owner(user, example.task):
+            raise PermissionDenied("only the task's owners review examples")
+        if example.retracted:
+            raise Conflict("the example was retracted", code="validation.retracted")
+        # The owner's verdict is final even without the validators' optional answers.
+        metadata = _check_validate_metadata(example, label, metadata) if metadata else {}
+        counter = LABEL_COUNTER[label]
+        previous = Validation.objects.filter(example=example, user=user).first()
+        updates: dict[str, Any] = {}
+        if previous is None:
+            validation = Validation.objects.create(
+                example=example, user=user, label=label, metadata=metadata, is_owner_verdict=True
+            )
+            updates = {"validation_count": F("validation_count") + 1, counter: F(counter) + 1}
+            if label == ValidationLabel.FLAGGED:
+                updates["flag_count"] = F("flag_count") + 1
+        else:
+            old_counter = LABEL_COUNTER.get(previous.label)
+            if previous.label != label and old_counter:
+                updates = {counter: F(counter) + 1, old_counter: F(old_counter) - 1}
+            previous.label = label
+            previous.metadata = metadata
+            previous.is_owner_verdict = True
+            previous.save(update_fields=["label", "metadata", "is_owner_verdict"])
+            validation = previous
+        if updates:
+            Example.objects.filter(pk=example.pk).update(**updates)
+        _settle(example, label, by_owner=True)
+        del validation
+    example.refresh_from_db()
+    return example

@@ -1,0 +1,113 @@
+"""Fixtures of the create/validate tests: real loopback model servers, real RQ jobs."""
+
+from __future__ import annotations
+
+import django_rq
+import pytest
+from rq.worker import SimpleWorker
+
+from annotation.actors import Actor
+from models_hub import services as hub_services
+from models_hub.server import make_server
+from tests.factories import ContextFactory, TaskFactory, UserFactory
+
+
+class ServerHandle:
+    """A model server on a free loopback port, started in a thread."""
+
+    def __init__(self, handler):
+        self.server = make_server(handler, "127.0.0.1", 0)
+        self.thread = self.server.start_in_thread()
+        self.url = self.server.url
+        self.running = True
+
+    def stop(self) -> None:
+        if self.running:
+            self.server.shutdown()
+            self.server.server_close()
+            self.running = False
+
+
+@pytest.fixture
+def model_server_factory():
+    handles: list[ServerHandle] = []
+
+    def start(handler) -> ServerHandle:
+        handle = ServerHandle(handler)
+        handles.append(handle)
+        return handle
+
+    yield start
+    for handle in handles:
+        handle.stop()
+
+
+@pytest.fixture
+def live_queue(redis_connection):
+    return django_rq.get_queue("live")
+
+
+def run_jobs(queue_name: str = "live") -> None:
+    """Run every queued job of ``queue_name`` in this process (burst SimpleWorker)."""
+    queue = django_rq.get_queue(queue_name)
+    SimpleWorker([queue], connection=queue.connection).work(burst=True)
+
+
+@pytest.fixture
+def run_live_jobs(live_queue):
+    return run_jobs
+
+
+def put_in_loop(task, owner, url: str, name: str = "demo", **fields):
+    model = hub_services.model_register(
+        task=task, owner=owner, name=name, endpoint_url=url, read_timeout=5.0, **fields
+    )
+    round_ = task.rounds.get(number=1)
+    current = list(round_.in_loop_models.all())
+    hub_services.model_set_in_loop(round_, [*current, model], owner)
+    return model
+
+
+@pytest.fixture
+def sentiment_task(db, owner):
+    task = TaskFactory(code="sentiment", config_name="sentiment", owners=[owner])
+    ContextFactory(task=task, data={"context": "Describe a meal you ate at a new restaurant."})
+    return task
+
+
+@pytest.fixture
+def qa_task(db, owner):
+    task = TaskFactory(code="qa", config_name="qa", owners=[owner])
+    ContextFactory(
+        task=task,
+        data={
+            "context": "The lighthouse at Carrow Point was built in 1872 from granite. "
+            "Its lamp was first lit by a keeper named Elias Brandt."
+        },
+    )
+    return task
+
+
+@pytest.fixture
+def sentiment_model(sentiment_task, owner, model_server_factory, redis_connection):
+    from models_hub.demo.sentiment import SentimentHandler
+
+    handle = model_server_factory(SentimentHandler)
+    model = put_in_loop(sentiment_task, owner, handle.url, name="vader")
+    model.server_handle = handle
+    return model
+
+
+@pytest.fixture
+def worker(db):
+    return UserFactory(username="worker")
+
+
+@pytest.fixture
+def worker_actor(worker):
+    return Actor(user=worker)
+
+
+@pytest.fixture
+def validators(db):
+    return [UserFactory(username=f"validator{n}") for n in range(6)]
