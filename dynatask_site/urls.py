@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("models_hub.urls")),
     path("", include("annotation.urls")),
     path("", include("leaderboards.urls")),
+    path("", include("dynatask_site.api_urls")),
 ]

@@ -182,3 +182,4 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}, "rq.worker": {"level": "WARNING"}},
 }
+from dynatask_site.settings.api import *  # noqa: E402,F403

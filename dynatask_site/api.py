@@ -1,0 +1,228 @@
+"""Shared plumbing of the REST API: the error shape, token auth, permissions and throttles.
+
+Every error the API returns has one shape, documented once as ``Error`` in the schema::
+
+    {"error": {"code": "not_found", "message": "no task 'x'", "details": {}}}
+
+``code`` is stable (tests and scripts match on it), ``message`` is for people and
+``details`` holds structured extras (field errors, upload line errors, retry delays).
+
+Permission rules are never stated here: ``TaskRule`` wraps a function of
+``tasks.permissions`` so that the API and the pages ask the very same question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from drf_spectacular.openapi import AutoSchema
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.throttling import UserRateThrottle
+
+from tasks import errors as service_errors
+
+# --- the error shape -----------------------------------------------------------------------
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable machine-readable code, e.g. `not_found`.")
+    message = serializers.CharField(help_text="A message for people.")
+    details = serializers.JSONField(
+        help_text="Structured extras: field errors, upload line errors, retry delay..."
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The one error shape of the API."""
+
+    error = ErrorBodySerializer()
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def error_response(code: str, message: str, status_code: int, details: Any = None) -> Response:
+    return Response(error_body(code, message, details), status=status_code)
+
+
+_DRF_CODES = {
+    exceptions.NotAuthenticated: "not_authenticated",
+    exceptions.AuthenticationFailed: "authentication_failed",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.ParseError: "parse_error",
+    exceptions.Throttled: "throttled",
+    exceptions.ValidationError: "invalid",
+}
+
+
+def _drf_code(exc: exceptions.APIException) -> str:
+    for klass in type(exc).__mro__:
+        if klass in _DRF_CODES:
+            return _DRF_CODES[klass]
+    return exc.default_code or "error"
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    """Turn every error an API view raises into ``{"error": {...}}`` (DRF's EXCEPTION_HANDLER).
+
+    Anything not handled here (a bug) propagates, so it is logged and reported as a 500.
+    """
+    headers: dict[str, str] = {}
+    if isinstance(exc, service_errors.ServiceError):
+        if isinstance(exc, service_errors.PermissionDenied) and not _is_authenticated(context):
+            exc = exceptions.NotAuthenticated()
+        else:
+            return error_response(exc.code, exc.message, exc.status, exc.details)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or None)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    elif isinstance(exc, DjangoValidationError):
+        if hasattr(exc, "error_dict"):
+            details = exc.message_dict
+        else:
+            details = {"non_field_errors": exc.messages}
+        return error_response("invalid", "the request is not valid", 400, details)
+    if not isinstance(exc, exceptions.APIException):
+        return None
+
+    code = _drf_code(exc)
+    if isinstance(exc, exceptions.ValidationError):
+        details = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        message = "the request is not valid"
+        first = _first_message(details)
+        if first:
+            message = f"the request is not valid: {first}"
+    elif isinstance(exc, exceptions.Throttled):
+        details = {"wait_seconds": exc.wait}
+        message = str(exc.detail)
+    else:
+        details = {}
+        message = str(exc.detail)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        authenticate_header = _authenticate_header(context)
+        if authenticate_header:
+            headers["WWW-Authenticate"] = authenticate_header
+        else:
+            exc.status_code = status.HTTP_403_FORBIDDEN
+    if getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(exc.wait))
+    response = error_response(code, message, exc.status_code, details)
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+def _authenticate_header(context: dict) -> str | None:
+    request = context.get("request")
+    view = context.get("view")
+    if request is None or view is None:
+        return "Token"
+    return view.get_authenticate_header(request)
+
+
+def _is_authenticated(context: dict) -> bool:
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated)
+
+
+def _first_message(details: Any) -> str:
+    """Return the first leaf message of DRF's nested error detail, prefixed by its field."""
+    if isinstance(details, dict):
+        for key, value in details.items():
+            inner = _first_message(value)
+            if inner:
+                return inner if key == "non_field_errors" else f"{key}: {inner}"
+    elif isinstance(details, list):
+        for value in details:
+            inner = _first_message(value)
+            if inner:
+                return inner
+    elif details:
+        return str(details)
+    return ""
+
+
+def json_not_found(request, *args, **kwargs) -> JsonResponse:
+    """The JSON 404 of any unknown URL under /api/."""
+    return JsonResponse(error_body("not_found", "no such API endpoint"), status=404)
+
+
+# --- the schema ------------------------------------------------------------------------------
+
+ERROR_STATUSES = {
+    "400": "The request is not valid (see `details`).",
+    "401": "No valid API token or session.",
+    "403": "Signed in, but this is not allowed.",
+    "404": "Not found, or not visible to you.",
+    "409": "Conflicts with the current state.",
+    "429": "Too many requests: wait `details.wait_seconds`.",
+}
+
+
+class DynataskAutoSchema(AutoSchema):
+    """drf-spectacular's AutoSchema, with the shared error responses on every operation."""
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        for code, description in ERROR_STATUSES.items():
+            if code not in responses:
+                response = self._get_response_for_code(ErrorSerializer, code, direction=direction)
+                response["description"] = description
+                responses[code] = response
+        return responses
+
+
+# --- permissions ---------------------------------------------------------------------------
+
+Rule = Callable[[Any, Any], bool]
+
+
+def require(request, rule: Rule, obj: Any, message: str = "you are not allowed to do this"):
+    """Raise unless ``rule(request.user, obj)`` holds; ``rule`` comes from tasks.permissions.
+
+    Anonymous callers get a 401 (so scripts know to send a token), others a 403.
+    """
+    if rule(request.user, obj):
+        return
+    if not request.user.is_authenticated:
+        raise exceptions.NotAuthenticated()
+    raise exceptions.PermissionDenied(message)
+
+
+def require_signed_in(request) -> None:
+    if not request.user.is_authenticated:
+        raise exceptions.NotAuthenticated()
+
+
+# --- throttles -----------------------------------------------------------------------------
+
+
+class ExampleCreateThrottle(UserRateThrottle):
+    """Example creation (POST only): the ``examples`` rate of ``DEFAULT_THROTTLE_RATES``.
+
+    Keyed by user (by IP for anonymous calls); reading examples is not throttled.
+    """
+
+    scope = "examples"
+
+    def get_rate(self):
+        # Read the settings at call time (DRF caches them on the class at import).
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def allow_request(self, request, view):
+        if request.method != "POST":
+            return True
+        return super().allow_request(request, view)

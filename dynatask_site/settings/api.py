@@ -1,0 +1,37 @@
+"""REST API settings, layered on top of ``base`` (imported at the end of it).
+
+Token authentication comes first so that an anonymous API call gets a 401 with a
+``WWW-Authenticate: Token`` header; the session keeps working for the pages' own htmx calls.
+The stored token is a hash (``dynatask_site.api_auth.HashedTokenAuthentication``), so DRF's stock
+``TokenAuthentication``, which compares the raw key, is not used.
+"""
+
+import os
+
+from dynatask_site.settings.base import REST_FRAMEWORK, SPECTACULAR_SETTINGS
+
+REST_FRAMEWORK = {
+    **REST_FRAMEWORK,
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "dynatask_site.api_auth.HashedTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "dynatask_site.api.DynataskAutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON by default; upload endpoints opt into multipart themselves.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "dynatask_site.api.exception_handler",
+    "DEFAULT_THROTTLE_RATES": {
+        # Example creation calls a live model: keep scripts from flooding it.
+        "examples": os.environ.get("API_THROTTLE_EXAMPLES", "60/min"),
+    },
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    **SPECTACULAR_SETTINGS,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_AUTHENTICATION": [],
+    "ENUM_NAME_OVERRIDES": {},
+}

@@ -1,0 +1,120 @@
+"""API serializers of the tasks app: tasks, rounds, contexts and context uploads."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from tasks.models import ContextSampling, Round, Task
+
+
+class RoundSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Round
+        fields = ["number", "description", "is_open", "created_at"]
+        read_only_fields = fields
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    """A task as everyone who may see it sees it."""
+
+    config_version = serializers.SerializerMethodField()
+    config_yaml = serializers.SerializerMethodField()
+    current_round = serializers.SerializerMethodField()
+    is_owner = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Task
+        fields = [
+            "code",
+            "name",
+            "description",
+            "instructions",
+            "hidden",
+            "active",
+            "accepts_models",
+            "num_matching_validations",
+            "validate_non_fooling",
+            "context_sampling",
+            "context_sampling_tag",
+            "config_version",
+            "config_yaml",
+            "current_round",
+            "is_owner",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    def get_config_version(self, task: Task) -> int | None:
+        return task.current_config.version if task.current_config_id else None
+
+    def get_config_yaml(self, task: Task) -> str:
+        return task.current_config.yaml_text if task.current_config_id else ""
+
+    def get_current_round(self, task: Task) -> int | None:
+        rounds = self.context.get("current_rounds")
+        if rounds is not None:
+            return rounds.get(task.pk)
+        current = task.rounds.filter(is_open=True).order_by("-number").first()
+        return current.number if current else None
+
+    def get_is_owner(self, task: Task) -> bool:
+        owned = self.context.get("owned_task_ids")
+        if owned is not None:
+            return task.pk in owned
+        from tasks.permissions import can_manage_task
+
+        return can_manage_task(self.context["request"].user, task)
+
+
+class TaskSettingsSerializer(serializers.ModelSerializer):
+    """The settings a task's owners may change (``config_yaml`` makes a new config version)."""
+
+    config_yaml = serializers.CharField(
+        required=False, trim_whitespace=False, help_text="The task config (YAML)."
+    )
+    context_sampling = serializers.ChoiceField(choices=ContextSampling.choices, required=False)
+
+    class Meta:
+        model = Task
+        fields = [
+            "name",
+            "description",
+            "instructions",
+            "hidden",
+            "active",
+            "accepts_models",
+            "num_matching_validations",
+            "validate_non_fooling",
+            "context_sampling",
+            "context_sampling_tag",
+            "config_yaml",
+        ]
+        extra_kwargs = {name: {"required": False} for name in fields}
+
+
+class RoundOpenSerializer(serializers.Serializer):
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    close_previous = serializers.BooleanField(required=False, default=True)
+
+
+class ContextSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    round = serializers.IntegerField(source="round.number")
+    data = serializers.JSONField()
+    tag = serializers.CharField()
+    metadata = serializers.JSONField()
+
+
+class ContextUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv).")
+    format = serializers.ChoiceField(
+        choices=["jsonl", "csv"], required=False, help_text="Default: from the file name."
+    )
+    round = serializers.IntegerField(
+        required=False, min_value=1, help_text="Round number (default: the open round)."
+    )
+    tag = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
+
+
+class ImportResultSerializer(serializers.Serializer):
+    imported = serializers.IntegerField()
