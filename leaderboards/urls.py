@@ -30,3 +30,7 @@ urlpatterns: list = [
     ),
     path("models/<int:pk>/results/", views.ModelResultsView.as_view(), name="model"),
 ]
+
+from leaderboards.urls_runs import urlpatterns as run_urlpatterns  # noqa: E402
+
+urlpatterns += run_urlpatterns

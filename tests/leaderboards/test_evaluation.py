@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from evalkit)
 """Evaluation runs against real loopback model servers, run by a burst RQ worker."""
 
 from __future__ import annotations

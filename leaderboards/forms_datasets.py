@@ -1,0 +1,62 @@
+"""Forms of dataset uploads, perturbation generation and predictions files."""
+
+from __future__ import annotations
+
+from django import forms
+
+from leaderboards.models import AccessType, Dataset, PerturbationKind
+from leaderboards.services import DEFAULT_PERTURBATION_SEED
+
+KIND_CHOICES = [
+    (PerturbationKind.ROBUSTNESS.value, "Robustness"),
+    (PerturbationKind.FAIRNESS.value, "Fairness"),
+]
+
+
+class DatasetUploadForm(forms.Form):
+    file = forms.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv).")
+    name = forms.CharField(max_length=200)
+    slug = forms.SlugField(max_length=100, help_text="Uploading to an existing slug replaces it.")
+    access_type = forms.ChoiceField(choices=AccessType.choices, initial=AccessType.SCORING)
+    round = forms.IntegerField(min_value=1, required=False, help_text="Round number (optional).")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    source_url = forms.URLField(required=False, assume_scheme="https")
+    perturbation_of = forms.ModelChoiceField(
+        queryset=Dataset.objects.none(),
+        required=False,
+        to_field_name="slug",
+        help_text="Upload a perturbed copy of this dataset (lines carry input_id).",
+    )
+    perturbation_kind = forms.ChoiceField(
+        choices=[("", "---------"), *KIND_CHOICES], required=False
+    )
+
+    def __init__(self, *args, task=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if task is not None:
+            self.fields["perturbation_of"].queryset = Dataset.objects.filter(
+                task=task, perturbation_of__isnull=True
+            )
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("perturbation_of") and not cleaned.get("perturbation_kind"):
+            self.add_error("perturbation_kind", "Choose the kind of the perturbed copy.")
+        return cleaned
+
+
+class PerturbationForm(forms.Form):
+    kind = forms.ChoiceField(choices=KIND_CHOICES)
+    seed = forms.CharField(max_length=64, initial=DEFAULT_PERTURBATION_SEED)
+
+
+class PredictionsUploadForm(forms.Form):
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none(), to_field_name="slug")
+    file = forms.FileField(help_text='JSON Lines or CSV: {"uid": ..., <output fields>}.')
+
+    def __init__(self, *args, task=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if task is not None:
+            self.fields["dataset"].queryset = Dataset.objects.filter(task=task).order_by(
+                "perturbation_of_id", "name"
+            )
