@@ -21,7 +21,9 @@ from tests.factories import DatasetFactory, ModelFactory, UserFactory
 MAIN = "macro_f1"
 
 
-def make_models(task, count: int, datasets, *, metrics_of=None, owner=None, **model_fields):
+def make_models(
+    task, count: int, datasets, *, metrics_of=None, owner=None, prefix="model", **model_fields
+):
     """Create ``count`` published models with a Score on each dataset, in bulk.
 
     ``metrics_of(index, dataset)`` returns the Score metrics; the default gives model
@@ -32,7 +34,7 @@ def make_models(task, count: int, datasets, *, metrics_of=None, owner=None, **mo
         Model(
             task=task,
             owner=owner,
-            name=f"model-{index:04d}",
+            name=f"{prefix}-{index:04d}",
             protocol="none",
             endpoint_url="",
             is_published=model_fields.get("is_published", True),
