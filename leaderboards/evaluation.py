@@ -27,6 +27,7 @@ Finalize
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -329,18 +330,30 @@ def _latest_done_run(model_id: int, dataset_id: int) -> EvaluationRun | None:
 
 @dataclass
 class _RunData:
-    """One run's predictions and golds, aligned by example position."""
+    """One run's predicted and gold values of the scored fields, aligned by position.
 
+    Only the fields the metrics read are kept (interned short strings, shared tag lists),
+    so finalizing 100k examples holds a few small lists, not 100k output dicts.
+    """
+
+    predictions: dict[str, list[Any]] = field(default_factory=dict)
+    golds: dict[str, list[Any]] = field(default_factory=dict)
+    tags: list[list[str]] = field(default_factory=list)
     uids: list[str] = field(default_factory=list)
     input_ids: list[str] = field(default_factory=list)
-    outputs: list[dict | None] = field(default_factory=list)
-    golds: list[dict] = field(default_factory=list)
-    tags: list[list[str]] = field(default_factory=list)
+    count: int = 0
 
 
-def _load_run(run: EvaluationRun) -> _RunData:
-    """Load a run's outputs with each example's gold and tags, in chunks of positions."""
-    data = _RunData()
+def _compact(value: Any) -> Any:
+    if isinstance(value, str) and len(value) <= 64:
+        return sys.intern(value)
+    return value
+
+
+def _load_run(run: EvaluationRun, names: tuple[str, ...], *, with_ids: bool) -> _RunData:
+    """Load a run's values of ``names`` with each example's gold and tags, in chunks."""
+    data = _RunData(predictions={name: [] for name in names}, golds={name: [] for name in names})
+    shared_tags: dict[tuple, list[str]] = {}
     cursor = -1
     while True:
         rows = list(
@@ -357,15 +370,19 @@ def _load_run(run: EvaluationRun) -> _RunData:
             ).values_list("example_id", "output")
         )
         for pk, _, uid, input_id, gold, tags in rows:
-            data.uids.append(uid)
-            data.input_ids.append(input_id)
-            data.outputs.append(outputs.get(pk))
-            data.golds.append(gold or {})
-            data.tags.append(tags or [])
-
-
-def _values(outputs: list[dict | None], name: str) -> list[Any]:
-    return [output.get(name) if isinstance(output, dict) else None for output in outputs]
+            output = outputs.get(pk)
+            gold = gold or {}
+            for name in names:
+                data.predictions[name].append(
+                    _compact(output.get(name)) if isinstance(output, dict) else None
+                )
+                data.golds[name].append(_compact(gold.get(name)))
+            key = tuple(tags or ())
+            data.tags.append(shared_tags.setdefault(key, [sys.intern(tag) for tag in key]))
+            if with_ids:
+                data.uids.append(uid)
+                data.input_ids.append(input_id)
+            data.count += 1
 
 
 def _job_metrics(run: EvaluationRun) -> dict[str, float | None]:
@@ -398,17 +415,24 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
     if run is None:
         return None
     config = dataset.task.config
-    data = _load_run(run)
-    if not data.uids:
+    main = config.main_perf_metric
+    names = tuple(dict.fromkeys(perf.reference_name for perf in config.perf_metrics))
+    delta_runs = {}
+    for kind in config.delta_metrics:
+        copy = dataset.perturbations.filter(perturbation_kind=kind).first()
+        copy_run = _latest_done_run(model_id, copy.pk) if copy is not None else None
+        if copy_run is not None:
+            delta_runs[kind] = copy_run
+    data = _load_run(run, names, with_ids=bool(delta_runs))
+    if not data.count:
         return None
     metrics: dict[str, float | None] = {}
     per_tag: dict[str, dict[str, float]] = {}
-    main = config.main_perf_metric
     ci: tuple[float | None, float | None] = (None, None)
     for perf in config.perf_metrics:
         metric = get_metric(perf.type)
-        predictions = _values(data.outputs, perf.reference_name)
-        golds = [gold.get(perf.reference_name) for gold in data.golds]
+        predictions = data.predictions[perf.reference_name]
+        golds = data.golds[perf.reference_name]
         try:
             metrics[perf.name] = round(metric.score(predictions, golds, options=perf.options), 4)
         except MetricUnsupported:
@@ -430,11 +454,16 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
                 seed=BOOTSTRAP_SEED,
             )
             ci = (round(low, 4), round(high, 4))
-    original_predictions = dict(
-        zip(data.uids, _values(data.outputs, main.reference_name), strict=True)
+    original_predictions = (
+        dict(zip(data.uids, data.predictions[main.reference_name], strict=True))
+        if delta_runs
+        else {}
     )
     for kind in config.delta_metrics:
-        metrics[kind] = _delta(model_id, dataset, kind, main, original_predictions)
+        copy_run = delta_runs.get(kind)
+        metrics[kind] = (
+            _delta(copy_run, main, original_predictions) if copy_run is not None else None
+        )
     job = _job_metrics(run) if run.trigger != RunTrigger.PREDICTIONS_UPLOAD else {}
     metrics.update(job)
     score, _ = Score.objects.update_or_create(
@@ -453,24 +482,19 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
             "latency_p50_ms": job.get("latency_p50_ms"),
             "latency_p95_ms": job.get("latency_p95_ms"),
             "memory_gb": job.get("memory_utilization"),
-            "example_count": len(data.uids),
+            "example_count": data.count,
         },
     )
     return score
 
 
-def _delta(model_id, dataset: Dataset, kind: str, main, original_predictions) -> float | None:
-    copy = dataset.perturbations.filter(perturbation_kind=kind).first()
-    if copy is None:
-        return None
-    run = _latest_done_run(model_id, copy.pk)
-    if run is None:
-        return None
-    data = _load_run(run)
+def _delta(run: EvaluationRun, main, original_predictions) -> float | None:
+    """Score a perturbed copy's run against the same model's original predictions."""
+    data = _load_run(run, (main.reference_name,), with_ids=True)
     pairs = [
         (input_id, value)
         for input_id, value in zip(
-            data.input_ids, _values(data.outputs, main.reference_name), strict=True
+            data.input_ids, data.predictions[main.reference_name], strict=True
         )
         # Rows of a copy made for an earlier version of the original are ignored.
         if input_id in original_predictions

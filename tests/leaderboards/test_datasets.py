@@ -185,7 +185,10 @@ def test_generated_perturbations_are_deterministic_and_browsable(eval_task, eval
     first = list(robust.examples.values_list("uid", "inputs"))
     assert len(first) == 6
     assert all(inputs["context"] == "Describe your day." for _, inputs in first)
-    assert all(inputs["statement"] != row["statement"] for (_, inputs), row in zip(first, rows))
+    assert all(
+        inputs["statement"] != row["statement"]
+        for (_, inputs), row in zip(first, rows, strict=True)
+    )
     again = services.dataset_generate_perturbation(dataset, "robustness", seed="s1", evaluate=False)
     assert again.pk == robust.pk
     assert list(again.examples.values_list("uid", "inputs")) == first
