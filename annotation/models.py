@@ -160,6 +160,9 @@ class Example(models.Model):
             models.Index(fields=["task", "round", "created_at"], name="example_task_round"),
             models.Index(fields=["user", "task"], name="example_user_task"),
             models.Index(fields=["context", "validation_state"], name="example_context_state"),
+            # The JSON Lines export walks a task's (or a round's) examples by id (keyset).
+            models.Index(fields=["task", "id"], name="example_task_keyset"),
+            models.Index(fields=["round", "id"], name="example_round_keyset"),
         ]
 
     def __str__(self) -> str:
