@@ -13,6 +13,7 @@ Permission rules are never stated here: ``TaskRule`` wraps a function of
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +43,21 @@ class ErrorSerializer(serializers.Serializer):
     """The one error shape of the API."""
 
     error = ErrorBodySerializer()
+
+
+def json_safe(value: Any) -> Any:
+    """Return ``value`` with dataclasses (config issues, upload errors) turned into dicts."""
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_safe(dataclasses.asdict(value))
+    if hasattr(value, "as_dict"):
+        return json_safe(value.as_dict())
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
@@ -83,7 +99,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         if isinstance(exc, service_errors.PermissionDenied) and not _is_authenticated(context):
             exc = exceptions.NotAuthenticated()
         else:
-            return error_response(exc.code, exc.message, exc.status, exc.details)
+            return error_response(exc.code, exc.message, exc.status, json_safe(exc.details))
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, DjangoPermissionDenied):

@@ -6,7 +6,9 @@ Included at the root by ``dynatask_site.urls``; every path here names its full p
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from annotation import api as annotation_api
 from dynatask_site.api import json_not_found
+from leaderboards import api as boards_api
 from models_hub import api as models_api
 from tasks import api as tasks_api
 from tasks import views_tokens
@@ -24,11 +26,93 @@ v1 = [
     path(
         "tasks/<slug:code>/contexts/", tasks_api.ContextUploadView.as_view(), name="context-upload"
     ),
+    path(
+        "tasks/<slug:code>/contexts/sample/",
+        annotation_api.ContextSampleView.as_view(),
+        name="context-sample",
+    ),
+    # examples and validations
+    path(
+        "tasks/<slug:code>/examples/",
+        annotation_api.TaskExampleListView.as_view(),
+        name="example-list",
+    ),
+    path("examples/<int:pk>/", annotation_api.ExampleDetailView.as_view(), name="example-detail"),
+    path(
+        "examples/<int:pk>/retract/",
+        annotation_api.ExampleRetractView.as_view(),
+        name="example-retract",
+    ),
+    path("examples/<int:pk>/flag/", annotation_api.ExampleFlagView.as_view(), name="example-flag"),
+    path(
+        "examples/<int:pk>/verdict/",
+        annotation_api.ExampleVerdictView.as_view(),
+        name="example-verdict",
+    ),
+    path(
+        "examples/<int:pk>/retry/", annotation_api.ExampleRetryView.as_view(), name="example-retry"
+    ),
+    path(
+        "tasks/<slug:code>/validations/next/",
+        annotation_api.NextToValidateView.as_view(),
+        name="validation-next",
+    ),
+    path(
+        "tasks/<slug:code>/validations/",
+        annotation_api.ValidationCreateView.as_view(),
+        name="validation-create",
+    ),
+    path("tasks/<slug:code>/export/", annotation_api.ExportView.as_view(), name="export"),
     # models
     path("tasks/<slug:code>/models/", models_api.TaskModelListView.as_view(), name="model-list"),
     path("models/<int:pk>/", models_api.ModelDetailView.as_view(), name="model-detail"),
     path("models/<int:pk>/publish/", models_api.ModelPublishView.as_view(), name="model-publish"),
     path("models/<int:pk>/rounds/", models_api.ModelRoundsView.as_view(), name="model-rounds"),
+    # datasets, evaluations and scores
+    path("tasks/<slug:code>/datasets/", boards_api.DatasetListView.as_view(), name="dataset-list"),
+    path(
+        "tasks/<slug:code>/datasets/<slug:slug>/",
+        boards_api.DatasetDetailView.as_view(),
+        name="dataset-detail",
+    ),
+    path(
+        "tasks/<slug:code>/datasets/<slug:slug>/examples/",
+        boards_api.DatasetExamplesView.as_view(),
+        name="dataset-examples",
+    ),
+    path("models/<int:pk>/runs/", boards_api.ModelRunListView.as_view(), name="model-runs"),
+    path(
+        "models/<int:pk>/predictions/",
+        boards_api.PredictionsUploadView.as_view(),
+        name="model-predictions",
+    ),
+    path("models/<int:pk>/scores/", boards_api.ModelScoreListView.as_view(), name="model-scores"),
+    path("runs/<int:pk>/", boards_api.RunDetailView.as_view(), name="run-detail"),
+    path("runs/<int:pk>/retry/", boards_api.RunRetryView.as_view(), name="run-retry"),
+    # leaderboards
+    path(
+        "tasks/<slug:code>/leaderboard/", boards_api.LeaderboardView.as_view(), name="leaderboard"
+    ),
+    path(
+        "tasks/<slug:code>/leaderboard/forks/",
+        boards_api.ForkListView.as_view(),
+        name="fork-list",
+    ),
+    path(
+        "tasks/<slug:code>/leaderboard/forks/<slug:slug>/",
+        boards_api.ForkDetailView.as_view(),
+        name="fork-detail",
+    ),
+    path(
+        "tasks/<slug:code>/leaderboard/snapshots/",
+        boards_api.SnapshotListView.as_view(),
+        name="snapshot-list",
+    ),
+    path(
+        "tasks/<slug:code>/leaderboard/snapshots/<int:pk>/",
+        boards_api.SnapshotDetailView.as_view(),
+        name="snapshot-detail",
+    ),
 ]
 
 urlpatterns = [

@@ -33,5 +33,9 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "ExampleStatusEnum": "annotation.models.ExampleStatus",
+        "ModelStatusEnum": "models_hub.models.ModelStatus",
+        "RunStatusEnum": "leaderboards.models.RunStatus",
+    },
 }

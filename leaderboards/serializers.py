@@ -1,0 +1,288 @@
+"""API serializers of the leaderboards: datasets, runs, scores, the table, forks, snapshots.
+
+The leaderboard table is rendered by ``LeaderboardTable.as_dict()`` (the JSON export's
+code path); ``LeaderboardTableSerializer`` only documents that shape in the schema.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from leaderboards.models import AccessType, PerturbationKind, RunStatus, RunTrigger
+from leaderboards.tables import DEFAULT_SORT
+
+# -- datasets ----------------------------------------------------------------------------------
+
+
+class DatasetSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    access_type = serializers.ChoiceField(choices=AccessType.choices)
+    round = serializers.SerializerMethodField()
+    description = serializers.CharField()
+    source_url = serializers.CharField()
+    weight = serializers.FloatField()
+    row_count = serializers.IntegerField()
+    perturbation_of = serializers.SerializerMethodField()
+    perturbation_kind = serializers.CharField()
+    generated = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def get_round(self, dataset) -> int | None:
+        return dataset.round.number if dataset.round_id else None
+
+    def get_perturbation_of(self, dataset) -> str | None:
+        return dataset.perturbation_of.slug if dataset.perturbation_of_id else None
+
+
+class DatasetUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv).")
+    name = serializers.CharField(max_length=200)
+    slug = serializers.SlugField(
+        max_length=100,
+        required=False,
+        help_text="Default: from the name. An existing slug is replaced.",
+    )
+    format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
+    access_type = serializers.ChoiceField(choices=AccessType.choices, default=AccessType.SCORING)
+    round = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    source_url = serializers.URLField(required=False, allow_blank=True, default="")
+    weight = serializers.FloatField(required=False, min_value=0, max_value=100)
+    perturbation_of = serializers.SlugField(
+        required=False, allow_blank=True, default="", help_text="Slug of the original dataset."
+    )
+    perturbation_kind = serializers.ChoiceField(
+        choices=[kind for kind in PerturbationKind.values if kind], required=False
+    )
+
+
+class DatasetExampleSerializer(serializers.Serializer):
+    position = serializers.IntegerField()
+    uid = serializers.CharField()
+    inputs = serializers.JSONField()
+    tags = serializers.JSONField()
+    gold = serializers.JSONField(allow_null=True, help_text="The task's owners only (else null).")
+    input_id = serializers.CharField()
+
+
+class DatasetExamplePageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_count = serializers.IntegerField()
+    results = DatasetExampleSerializer(many=True)
+
+
+# -- runs and scores ---------------------------------------------------------------------------
+
+
+class RunProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    percent = serializers.FloatField()
+    rate = serializers.FloatField(allow_null=True, help_text="Examples per second.")
+    eta_seconds = serializers.FloatField(allow_null=True)
+    state = serializers.ChoiceField(choices=RunStatus.choices)
+    state_label = serializers.CharField()
+    finished = serializers.BooleanField()
+    failed = serializers.BooleanField()
+
+
+class ScoreSerializer(serializers.Serializer):
+    dataset = serializers.CharField(source="dataset.slug")
+    dataset_name = serializers.CharField(source="dataset.name")
+    access_type = serializers.CharField(source="dataset.access_type")
+    main_metric = serializers.CharField()
+    main_value = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    metrics = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    per_tag = serializers.DictField(
+        child=serializers.DictField(child=serializers.FloatField(allow_null=True))
+    )
+    example_count = serializers.IntegerField()
+    updated_at = serializers.DateTimeField()
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    model = serializers.IntegerField(source="model_id")
+    model_name = serializers.CharField(source="model.name")
+    dataset = serializers.CharField(source="dataset.slug")
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+    trigger = serializers.ChoiceField(choices=RunTrigger.choices)
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    failed_count = serializers.IntegerField()
+    error_code = serializers.CharField()
+    error_message = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    progress = RunProgressSerializer()
+    can_manage = serializers.BooleanField()
+    score = ScoreSerializer(allow_null=True)
+
+
+class RunCreateSerializer(serializers.Serializer):
+    dataset = serializers.SlugField(help_text="Slug of a dataset of the model's task.")
+
+
+class PredictionsUploadSerializer(serializers.Serializer):
+    dataset = serializers.SlugField()
+    file = serializers.FileField(help_text='JSON Lines or CSV: {"uid": ..., <output fields>}.')
+    format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
+
+
+# -- the leaderboard table (documentation of ``LeaderboardTable.as_dict()``) --------------------
+
+_NullableFloat = serializers.FloatField(allow_null=True)
+
+
+class WeightsSerializer(serializers.Serializer):
+    metrics = serializers.DictField(
+        child=serializers.FloatField(), help_text="Weight per metric name (0-100)."
+    )
+    datasets = serializers.DictField(
+        child=serializers.FloatField(), help_text="Weight per dataset slug (0-100)."
+    )
+
+
+class MetricColumnSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    direction = serializers.CharField()
+    weight = serializers.FloatField()
+    default_weight = serializers.FloatField()
+    is_main = serializers.BooleanField()
+    offset = serializers.FloatField()
+    amrs = serializers.FloatField(allow_null=True)
+    contributes = serializers.BooleanField()
+
+
+class DatasetColumnSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    access_type = serializers.CharField()
+    round = serializers.IntegerField(allow_null=True)
+    weight = serializers.FloatField(allow_null=True)
+    default_weight = serializers.FloatField(allow_null=True)
+
+
+class DatasetCellSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+
+
+class LeaderboardRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(allow_null=True)
+    model_id = serializers.IntegerField(allow_null=True, help_text="Null for anonymous models.")
+    model = serializers.CharField()
+    owner = serializers.CharField()
+    anonymous = serializers.BooleanField()
+    dynascore = serializers.FloatField(allow_null=True)
+    metrics = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    datasets = serializers.DictField(child=DatasetCellSerializer())
+    incomplete = serializers.BooleanField()
+    missing_metrics = serializers.ListField(child=serializers.CharField())
+    contributions = serializers.DictField(child=serializers.FloatField())
+
+
+class TableErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class TagLeaderSerializer(serializers.Serializer):
+    tag = serializers.CharField()
+    model = serializers.CharField()
+    value = serializers.FloatField()
+
+
+class TrendSeriesSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    values = serializers.ListField(child=serializers.FloatField(allow_null=True))
+
+
+class TrendsSerializer(serializers.Serializer):
+    rounds = serializers.ListField(child=serializers.IntegerField())
+    series = TrendSeriesSerializer(many=True)
+
+
+class LeaderboardTableSerializer(serializers.Serializer):
+    task = serializers.CharField()
+    main_metric = serializers.CharField()
+    weights = WeightsSerializer()
+    sort = serializers.CharField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    page_count = serializers.IntegerField()
+    total_rows = serializers.IntegerField()
+    metrics = MetricColumnSerializer(many=True)
+    hidden_metrics = serializers.ListField(child=serializers.CharField())
+    datasets = DatasetColumnSerializer(many=True)
+    rows = LeaderboardRowSerializer(many=True)
+    error = TableErrorSerializer(allow_null=True)
+    messages = serializers.ListField(
+        child=serializers.CharField(), help_text="Query parameters that were ignored, and why."
+    )
+    best_per_tag = TagLeaderSerializer(many=True)
+    trends = TrendsSerializer()
+
+
+# -- forks and snapshots -----------------------------------------------------------------------
+
+
+class WeightingInputSerializer(serializers.Serializer):
+    weights = WeightsSerializer(
+        required=False,
+        help_text="Weights to save; missing or unknown entries keep the defaults.",
+    )
+
+
+class ForkCreateSerializer(WeightingInputSerializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(
+        required=False, allow_blank=True, max_length=5000, default=""
+    )
+
+
+class SnapshotCreateSerializer(WeightingInputSerializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    sort = serializers.CharField(required=False, max_length=200, default=DEFAULT_SORT)
+
+
+class ForkSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    weights = WeightsSerializer()
+    created_by = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+
+    def get_created_by(self, fork) -> str | None:
+        return fork.created_by.get_username() if fork.created_by_id else None
+
+
+class ForkDetailSerializer(ForkSerializer):
+    table = LeaderboardTableSerializer()
+
+
+class SnapshotSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    weights = WeightsSerializer()
+    created_by = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+
+    def get_created_by(self, snapshot) -> str | None:
+        return snapshot.created_by.get_username() if snapshot.created_by_id else None
+
+
+class SnapshotDetailSerializer(SnapshotSerializer):
+    table = LeaderboardTableSerializer()
