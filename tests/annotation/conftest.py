@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import django_rq
 import pytest
+from rq.timeouts import TimerDeathPenalty
 from rq.worker import SimpleWorker
 
 from annotation.actors import Actor
@@ -111,3 +115,51 @@ def worker_actor(worker):
 @pytest.fixture
 def validators(db):
     return [UserFactory(username=f"validator{n}") for n in range(6)]
+
+
+class ThreadSimpleWorker(SimpleWorker):
+    """A SimpleWorker that can run in a thread (no signal handlers, timer-based timeouts)."""
+
+    death_penalty_class = TimerDeathPenalty
+
+    def _install_signal_handlers(self):
+        pass
+
+
+class BackgroundWorker:
+    """Run the ``live`` queue in a thread, like ``rqworker live`` with a SimpleWorker.
+
+    Needs committed data (``transactional_db`` or ``live_server``): the thread has its own
+    database connection, closed when the worker stops.
+    """
+
+    def __init__(self, queue_name: str = "live"):
+        self.queue = django_rq.get_queue(queue_name)
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="rq-live", daemon=True)
+
+    def _run(self) -> None:
+        from django.db import connection
+
+        worker = ThreadSimpleWorker([self.queue], connection=self.queue.connection)
+        try:
+            while not self.stop_event.is_set():
+                worker.work(burst=True, logging_level="WARNING")
+                time.sleep(0.01)
+        finally:
+            connection.close()
+
+    def start(self) -> BackgroundWorker:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def background_worker(redis_connection):
+    worker = BackgroundWorker().start()
+    yield worker
+    worker.stop()

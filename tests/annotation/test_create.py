@@ -1,0 +1,430 @@
+"""The create page: the example is saved first, a live job asks a model, the page shows the
+answer and the verdict; failures, retries, ask_user, metadata, retract, flag, sandbox."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotation import jobs
+from annotation.models import (
+    Campaign,
+    CampaignWorker,
+    Example,
+    ExampleStatus,
+    RoundStats,
+    VerdictSource,
+)
+from models_hub.demo.sentiment import SentimentHandler
+from models_hub.models import Model
+from tests.annotation.conftest import put_in_loop, run_jobs
+from tests.factories import ContextFactory, TaskFactory, UserFactory, demo_config
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+POSITIVE = "I absolutely loved this wonderful, delicious meal."
+
+
+@pytest.fixture(autouse=True)
+def no_sync_wait(settings):
+    # Most tests run the job themselves (burst worker) after the POST.
+    settings.ANNOTATION_SYNC_WAIT_SECONDS = 0
+    settings.ANNOTATION_POLL_WAIT_SECONDS = 0
+
+
+def open_form(client, code: str, query: str = "") -> dict:
+    response = client.get(f"/tasks/{code}/create{query}")
+    assert response.status_code == 200
+    html = response.content.decode()
+    context_id = re.search(r'name="context_id" value="(\d+)"', html)
+    started_at = re.search(r'name="started_at" value="([^"]+)"', html).group(1)
+    goal = re.search(r'data-goal-label="([^"]+)"', html)
+    return {
+        "html": html,
+        "context_id": context_id.group(1) if context_id else "",
+        "started_at": started_at,
+        "goal": goal.group(1) if goal else "",
+    }
+
+
+def submit(client, code: str, **fields):
+    page = open_form(client, code)
+    data = {"context_id": page["context_id"], "started_at": page["started_at"], **fields}
+    return client.post(f"/tasks/{code}/create", data)
+
+
+def test_anonymous_is_sent_to_login(client, sentiment_task):
+    response = client.get("/tasks/sentiment/create")
+    assert response.status_code == 302
+    assert "/accounts/login/" in response["Location"]
+
+
+def test_page_parts_in_order(client, worker, owner):
+    task = TaskFactory(code="hs", config_name="hs", owners=[owner], instructions="Be **kind**.")
+    ContextFactory(task=task, data={"context": "Weekend plans"})
+    client.force_login(worker)
+    html = open_form(client, "hs")["html"]
+    order = [
+        "Instructions",
+        'id="goal-banner"',
+        task.config.content_warning,
+        'data-context-field="context"',
+        'name="statement"',
+        'id="next-context"',
+        'name="retain_input"',
+        'name="sandbox"',
+    ]
+    positions = [html.index(marker) for marker in order]
+    assert positions == sorted(positions)
+    assert "<strong>kind</strong>" in html
+
+
+def test_goal_label_is_preset_at_random(client, worker, sentiment_task):
+    client.force_login(worker)
+    goals = {open_form(client, "sentiment")["goal"] for _ in range(25)}
+    assert goals <= {"negative", "positive", "neutral"}
+    assert len(goals) > 1
+
+
+def test_example_is_saved_first_then_the_model_answers(client, worker, sentiment_model):
+    client.force_login(worker)
+    response = submit(client, "sentiment", statement=POSITIVE, label="negative")
+    assert response.status_code == 200
+    example = Example.objects.get()
+    assert example.status == ExampleStatus.AWAITING_MODEL
+    assert example.config_version_id == sentiment_model.task.current_config_id
+    assert example.round.number == 1
+    assert example.model_id == sentiment_model.pk
+    assert example.user_id == worker.pk
+    assert example.input == {"statement": POSITIVE, "label": "negative"}
+    assert example.time_spent_ms is not None
+    assert 'id="model-waiting"' in response.content.decode()
+
+    run_jobs()
+    example.refresh_from_db()
+    assert example.status == ExampleStatus.MODEL_ANSWERED
+    assert example.model_output["label"] == "positive"
+    assert example.model_wrong is True
+    assert example.verdict_source == VerdictSource.METRIC
+    stats = RoundStats.objects.get(round=example.round)
+    assert (stats.collected, stats.fooled) == (1, 1)
+
+    status = client.get(f"/tasks/sentiment/examples/{example.pk}/status").content.decode()
+    assert 'id="verdict-fooled"' in status
+    assert "prob-bar" in status
+    assert "model_explanation_wrong" in status
+
+
+def test_not_fooled_verdict(client, worker, sentiment_model):
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="positive")
+    run_jobs()
+    example = Example.objects.get()
+    assert example.model_wrong is False
+    status = client.get(f"/tasks/sentiment/examples/{example.pk}/status").content.decode()
+    assert 'id="verdict-not-fooled"' in status
+    assert "model_explanation_right" in status
+
+
+def test_fast_path_renders_the_verdict_in_the_post_response(
+    client, worker, sentiment_model, background_worker, settings
+):
+    settings.ANNOTATION_SYNC_WAIT_SECONDS = 5
+    client.force_login(worker)
+    response = submit(client, "sentiment", statement=POSITIVE, label="negative")
+    assert 'id="verdict-fooled"' in response.content.decode()
+
+
+def test_status_poll_waits_for_the_job(
+    client, worker, sentiment_model, background_worker, settings
+):
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    settings.ANNOTATION_POLL_WAIT_SECONDS = 5
+    example = Example.objects.get()
+    status = client.get(f"/tasks/sentiment/examples/{example.pk}/status").content.decode()
+    assert 'data-status="model_answered"' in status
+
+
+def test_one_of_several_models_is_picked_at_random_and_recorded(
+    client, worker, sentiment_task, owner, model_server_factory, redis_connection
+):
+    first = put_in_loop(sentiment_task, owner, model_server_factory(SentimentHandler).url, "a")
+    second = put_in_loop(sentiment_task, owner, model_server_factory(SentimentHandler).url, "b")
+    client.force_login(worker)
+    for _ in range(16):
+        submit(client, "sentiment", statement=POSITIVE, label="negative")
+    run_jobs()
+    used = set(Example.objects.values_list("model_id", flat=True))
+    assert used == {first.pk, second.pk}
+    assert set(Example.objects.values_list("status", flat=True)) == {ExampleStatus.MODEL_ANSWERED}
+
+
+def test_without_a_model_examples_are_stored_without_verdict(
+    client, worker, sentiment_task, live_queue
+):
+    client.force_login(worker)
+    response = submit(client, "sentiment", statement=POSITIVE, label="negative")
+    example = Example.objects.get()
+    assert example.status == ExampleStatus.NO_MODEL
+    assert example.model_wrong is None and example.model_id is None
+    assert live_queue.count == 0
+    assert 'id="no-model"' in response.content.decode()
+
+
+def test_model_down_shows_a_plain_message_keeps_the_example_and_retries(
+    client, worker, sentiment_model
+):
+    sentiment_model.server_handle.stop()
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    run_jobs()
+    example = Example.objects.get()
+    assert example.status == ExampleStatus.MODEL_FAILED
+    assert example.model_error_code == "model.unreachable"
+    assert example.input["statement"] == POSITIVE
+    page = client.get(f"/tasks/sentiment/examples/{example.pk}/").content.decode()
+    assert 'id="model-failed"' in page and 'id="retry-model"' in page and 'id="go-on"' in page
+    assert "Traceback" not in page
+
+    # The model comes back on another port; the worker retries.
+    from tests.annotation.conftest import ServerHandle
+
+    handle = ServerHandle(SentimentHandler)
+    try:
+        Model.objects.filter(pk=sentiment_model.pk).update(endpoint_url=handle.url)
+        response = client.post(f"/tasks/sentiment/examples/{example.pk}/retry")
+        assert response.status_code == 302
+        run_jobs()
+    finally:
+        handle.stop()
+    example.refresh_from_db()
+    assert example.status == ExampleStatus.MODEL_ANSWERED
+    assert example.model_attempts == 2
+    assert Example.objects.count() == 1
+
+
+def test_retry_is_refused_while_the_model_answers(client, worker, sentiment_model):
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    example = Example.objects.get()
+    client.post(f"/tasks/sentiment/examples/{example.pk}/retry")
+    example.refresh_from_db()
+    assert example.model_attempts == 1
+
+
+def test_live_job_is_idempotent(client, worker, sentiment_model):
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    example = Example.objects.get()
+    run_jobs()
+    assert jobs.live_prediction_job(example.pk, 1) == {"skipped": True}
+    assert RoundStats.objects.get(round=example.round).fooled == 1
+
+
+@pytest.fixture
+def ask_user_task(owner):
+    yaml_text = demo_config("sentiment").replace(
+        "model_wrong_metric:\n  type: exact_match\n  reference_names: [label]",
+        "model_wrong_metric:\n  type: ask_user",
+    )
+    task = TaskFactory(code="askuser", yaml_text=yaml_text, owners=[owner])
+    ContextFactory(task=task)
+    return task
+
+
+def test_ask_user_verdict_is_recorded_and_counted_once(
+    client, worker, ask_user_task, owner, model_server_factory, redis_connection
+):
+    put_in_loop(ask_user_task, owner, model_server_factory(SentimentHandler).url)
+    client.force_login(worker)
+    submit(client, "askuser", statement=POSITIVE, label="negative")
+    run_jobs()
+    example = Example.objects.get()
+    assert example.model_wrong is None
+    status = client.get(f"/tasks/askuser/examples/{example.pk}/status").content.decode()
+    assert 'name="model_wrong"' in status
+    assert 'id="metadata-form"' not in status
+
+    url = f"/tasks/askuser/examples/{example.pk}/verdict"
+    response = client.post(url, {"model_wrong": "true"}, headers={"HX-Request": "true"})
+    assert 'id="verdict-fooled"' in response.content.decode()
+    assert 'id="metadata-form"' in response.content.decode()
+    client.post(url, {"model_wrong": "false"})
+    example.refresh_from_db()
+    assert (example.model_wrong, example.verdict_source) == (True, VerdictSource.WORKER)
+    assert RoundStats.objects.get(round=example.round).fooled == 1
+
+
+def test_metadata_for_the_outcome_is_saved(client, worker, sentiment_model):
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    run_jobs()
+    example = Example.objects.get()
+    url = f"/tasks/sentiment/examples/{example.pk}/metadata"
+    response = client.post(
+        url,
+        {
+            "metadata-example_explanation": "It is clearly positive",
+            "metadata-model_explanation_wrong": "<b>sarcasm</b>",
+        },
+        headers={"HX-Request": "true"},
+    )
+    assert 'id="metadata-saved"' in response.content.decode()
+    example.refresh_from_db()
+    assert example.metadata == {
+        "example_explanation": "It is clearly positive",
+        "model_explanation_wrong": "<b>sarcasm</b>",
+    }
+    # Too long: a plain form error, not a 500.
+    response = client.post(url, {"metadata-example_explanation": "x" * 20_000})
+    assert response.status_code == 400
+
+
+def test_only_the_writer_acts_on_an_example(client, worker, sentiment_model):
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    example = Example.objects.get()
+    client.force_login(UserFactory(username="intruder"))
+    assert client.get(f"/tasks/sentiment/examples/{example.pk}/status").status_code == 404
+    assert client.post(f"/tasks/sentiment/examples/{example.pk}/retract").status_code == 404
+
+
+def test_retract_and_flag_count_once(client, worker, sentiment_model):
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    run_jobs()
+    example = Example.objects.get()
+    for _ in range(2):
+        client.post(f"/tasks/sentiment/examples/{example.pk}/flag", {"reason": "typo"})
+    example.refresh_from_db()
+    assert (example.flag_count, example.creator_flagged) == (1, True)
+    for _ in range(2):
+        client.post(f"/tasks/sentiment/examples/{example.pk}/retract")
+    example.refresh_from_db()
+    assert example.retracted
+    stats = RoundStats.objects.get(round=example.round)
+    assert (stats.retracted, stats.collected, stats.fooled) == (1, 0, 0)
+
+
+def test_sandbox_stores_nothing(client, worker, sentiment_model, background_worker, settings):
+    settings.ANNOTATION_SYNC_WAIT_SECONDS = 5
+    client.force_login(worker)
+    response = submit(client, "sentiment", statement=POSITIVE, label="negative", sandbox="on")
+    html = response.content.decode()
+    assert Example.objects.count() == 0
+    assert 'id="sandbox-result"' in html and "You would have fooled the model." in html
+    assert POSITIVE in html  # the typed text stays in the form
+    assert not RoundStats.objects.filter(collected__gt=0).exists()
+
+
+def test_retain_input_keeps_the_context_and_the_text(client, worker, sentiment_task):
+    ContextFactory(task=sentiment_task)
+    ContextFactory(task=sentiment_task)
+    client.force_login(worker)
+    page = open_form(client, "sentiment")
+    client.post(
+        "/tasks/sentiment/create",
+        {
+            "context_id": page["context_id"],
+            "started_at": page["started_at"],
+            "statement": "kept text",
+            "label": "neutral",
+            "retain_input": "on",
+        },
+    )
+    again = open_form(client, "sentiment")
+    assert again["context_id"] == page["context_id"]
+    assert "kept text" in again["html"]
+    assert 'name="retain_input" class="checkboxinput form-check-input" id="id_retain_input"' in (
+        again["html"].replace(" checked", "")
+    )
+    assert "checked" in again["html"].split('name="retain_input"')[1][:80]
+    # "Next context" leaves the retained input behind.
+    fresh = open_form(client, "sentiment", "?next=1")
+    assert "kept text" not in fresh["html"]
+
+
+def test_hostile_input_is_escaped_and_never_500(client, worker, sentiment_task):
+    client.force_login(worker)
+    payload = '<script>alert("x")</script>'
+    response = submit(client, "sentiment", statement=payload, label="negative")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert payload not in html and "&lt;script&gt;" in html
+    bad = submit(client, "sentiment", statement="ok", label="<img src=x onerror=1>")
+    assert bad.status_code == 400
+    too_long = submit(client, "sentiment", statement="x" * 600, label="neutral")
+    assert too_long.status_code == 400
+    forged = client.post(
+        "/tasks/sentiment/create", {"context_id": "999999", "statement": "a", "label": "neutral"}
+    )
+    assert forged.status_code in (400, 409)
+    assert Example.objects.count() == 1
+
+
+def test_qa_selection_keeps_text_and_offset(client, worker, qa_task):
+    client.force_login(worker)
+    context = qa_task.contexts.get().data["context"]
+    start = context.index("Elias Brandt")
+    submit(client, "qa", question="Who lit the lamp?", answer_0="Elias Brandt", answer_1=start)
+    example = Example.objects.get()
+    assert example.input["answer"] == {"text": "Elias Brandt", "start": start}
+    wrong = submit(client, "qa", question="Who?", answer_0="Elias Brandt", answer_1=start + 1)
+    assert wrong.status_code == 400
+    assert Example.objects.count() == 1
+
+
+def test_campaign_worker_creates_then_hits_the_quota(client, sentiment_task, owner):
+    round_ = sentiment_task.rounds.get(number=1)
+    campaign = Campaign.objects.create(
+        task=sentiment_task, round=round_, name="pilot", quota=1, completion_code="DONE"
+    )
+    crowd = CampaignWorker.objects.create(campaign=campaign, external_id="P1")
+    session = client.session
+    session["campaign_worker_id"] = crowd.pk
+    session["campaign_id"] = campaign.pk
+    session.save()
+    response = submit(client, "sentiment", statement=POSITIVE, label="negative")
+    assert response.status_code == 200
+    example = Example.objects.get()
+    assert example.campaign_worker_id == crowd.pk and example.user_id is None
+    response = client.get("/tasks/sentiment/create")
+    assert response.status_code == 302
+    try:
+        done = reverse("annotation:campaign_done")
+    except Exception:
+        done = reverse("tasks:detail", args=["sentiment"])
+    assert response["Location"] == done
+    # A campaign worker cannot use another task.
+    other = TaskFactory(code="other", config_name="nli")
+    ContextFactory(task=other)
+    assert client.get("/tasks/other/create").status_code == 403
+
+
+def test_query_counts_are_fixed(client, worker, sentiment_model, django_assert_max_num_queries):
+    """Create GET, POST and the status poll take a fixed number of queries.
+
+    A warm-up submission first creates the session and the cached stats rows (a one-off
+    insert per worker and round); the pinned numbers are the steady state.
+    """
+    for _ in range(40):
+        ContextFactory(task=sentiment_model.task)
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    with django_assert_max_num_queries(9):
+        page = open_form(client, "sentiment")
+    data = {
+        "context_id": page["context_id"],
+        "started_at": page["started_at"],
+        "statement": POSITIVE,
+        "label": "negative",
+    }
+    with django_assert_max_num_queries(14):
+        client.post("/tasks/sentiment/create", data)
+    run_jobs()
+    example = Example.objects.order_by("-id").first()
+    with django_assert_max_num_queries(5):
+        client.get(f"/tasks/sentiment/examples/{example.pk}/status")

@@ -1,0 +1,135 @@
+"""The config form builder and the admin preview of the generated forms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from annotation.forms import (
+    FIELD_BUILDERS,
+    CreateForm,
+    MetadataForm,
+    SelectionField,
+    ValidateForm,
+    output_items,
+    sign_started_at,
+    time_spent_ms,
+)
+from tasks import services as task_services
+from tasks.config import parse_task_config
+from tasks.config.types import FieldType
+from tests.factories import UserFactory, demo_config
+
+DYNABENCH = Path("/work/shared/task_configs/dynabench")
+SIX = ["nli", "qa", "sentiment", "hs", "vqa", "flores"]
+
+
+def test_every_field_type_has_a_builder():
+    assert set(FIELD_BUILDERS) == set(FieldType)
+
+
+def test_create_form_builds_inputs_and_presets_the_goal():
+    config = parse_task_config(demo_config("sentiment"))
+    form = CreateForm(config=config, goal_label="neutral")
+    assert {"statement", "label"} <= set(form.fields)
+    assert form.fields["label"].initial == "neutral"
+    assert form.fields["statement"].max_length == 500
+    assert form.initial["started_at"]
+
+
+def test_create_form_cleans_a_selection_with_its_offset():
+    config = parse_task_config(demo_config("qa"))
+    form = CreateForm(
+        {"question": "Who?", "answer_0": "Elias Brandt", "answer_1": "12"}, config=config
+    )
+    assert form.is_valid(), form.errors
+    assert form.config_values() == {
+        "question": "Who?",
+        "answer": {"text": "Elias Brandt", "start": 12},
+    }
+    assert isinstance(form.fields["answer"], SelectionField)
+
+
+def test_required_selection_is_reported():
+    config = parse_task_config(demo_config("qa"))
+    form = CreateForm({"question": "Who?"}, config=config)
+    assert not form.is_valid()
+    assert "answer" in form.errors
+
+
+def test_validate_form_keeps_only_the_chosen_verdicts_fields():
+    config = parse_task_config(demo_config("sentiment"))
+    form = ValidateForm(
+        {
+            "label": "incorrect",
+            "example_id": "3",
+            "corrected_label": "neutral",
+            "flag_reason": "ignored",
+        },
+        config=config,
+    )
+    assert form.is_valid(), form.errors
+    assert form.metadata_values() == {"corrected_label": "neutral"}
+
+
+def test_metadata_form_follows_model_wrong_conditions():
+    config = parse_task_config(demo_config("sentiment"))
+    fooled = MetadataForm(specs=config.create_metadata_fields(True))
+    assert "model_explanation_wrong" in fooled.fields
+    assert "model_explanation_right" not in fooled.fields
+
+
+def test_prob_outputs_become_bars():
+    config = parse_task_config(demo_config("sentiment"))
+    items = output_items(
+        config, {"label": "positive", "prob": {"negative": 0.1, "positive": 0.7, "neutral": 0.2}}
+    )
+    bars = next(item for item in items if item["kind"] == "prob")["bars"]
+    assert [bar["label"] for bar in bars] == ["negative", "positive", "neutral"]
+    assert bars[1]["percent"] == 70.0
+
+
+def test_started_at_is_signed():
+    assert time_spent_ms(sign_started_at()) is not None
+    assert time_spent_ms("forged:value") is None
+    assert time_spent_ms(None) is None
+
+
+def _dynabench_yaml(name: str) -> str:
+    matches = sorted(DYNABENCH.glob(f"{name}_*.yaml")) or sorted(DYNABENCH.glob(f"{name}*.yaml"))
+    assert matches, name
+    return matches[0].read_text()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", SIX)
+def test_admin_preview_renders_every_dynabench_config(client, name):
+    owner = UserFactory(username=f"owner-{name}", is_staff=True)
+    task = task_services.task_create(
+        code=f"db-{name}", name=name, yaml_text=_dynabench_yaml(name), owners=[owner]
+    )
+    client.force_login(owner)
+    response = client.get(f"/admin/annotation/example/{task.pk}/preview/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="preview-create"' in html and 'id="preview-validate"' in html
+    config = task.config
+    for spec in config.input:
+        if spec.type != FieldType.PROB:
+            assert f'name="{spec.name}' in html
+
+
+@pytest.mark.django_db
+def test_admin_preview_is_for_owners_only(client, task):
+    other = UserFactory(username="other-staff", is_staff=True)
+    client.force_login(other)
+    response = client.get(f"/admin/annotation/example/{task.pk}/preview/")
+    assert response.status_code == 403
+
+
+@pytest.mark.django_db
+def test_task_change_form_links_the_preview(client, task, owner):
+    client.force_login(owner)
+    response = client.get(f"/admin/tasks/task/{task.pk}/change/")
+    assert f"/admin/annotation/example/{task.pk}/preview/" in response.content.decode()
