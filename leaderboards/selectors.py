@@ -170,17 +170,21 @@ def leaderboard_table(
             scores = scores.filter(visible_scores)
         # values_list: no model instances, so a 1000-model board stays cheap to load.
         for row in scores.values_list(*SCORE_FIELDS):
-            values = dict(zip(SCORE_FIELDS, row, strict=True))
             score_records.append(
                 ScoreRecord(
-                    model_id=values["model_id"],
-                    dataset_slug=slug_of[values["dataset_id"]],
-                    metrics=values["metrics"] or {},
-                    per_tag=values["per_tag"] or {},
-                    main_value=values["main_value"],
-                    ci_low=values["ci_low"],
-                    ci_high=values["ci_high"],
-                    columns=values,
+                    model_id=row[0],
+                    dataset_slug=slug_of[row[1]],
+                    metrics=row[2] or {},
+                    per_tag=row[3] or {},
+                    main_value=row[4],
+                    ci_low=row[5],
+                    ci_high=row[6],
+                    columns={
+                        "examples_per_second": row[7],
+                        "latency_p50_ms": row[8],
+                        "latency_p95_ms": row[9],
+                        "memory_gb": row[10],
+                    },
                 )
             )
 

@@ -313,7 +313,7 @@ class LeaderboardTable:
 
 
 # -- input records (what the selector loads) ----------------------------------------------
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ModelRecord:
     """A model the viewer may see; ``show_identity`` is False for someone else's anonymous one."""
 
@@ -333,7 +333,8 @@ class DatasetRecord:
     default_weight: float
 
 
-@dataclass(frozen=True)
+# Slots and no freezing: a 1000-model board builds thousands of these per request.
+@dataclass(slots=True)
 class ScoreRecord:
     model_id: int
     dataset_slug: str
@@ -346,12 +347,39 @@ class ScoreRecord:
 
     def metric(self, name: str, main_metric: str) -> float | None:
         """Return this score's value of ``name`` (None when absent or not a finite number)."""
-        value = self.metrics.get(name) if isinstance(self.metrics, Mapping) else None
-        if value is None and name in SCORE_COLUMN_OF_METRIC:
-            value = self.columns.get(SCORE_COLUMN_OF_METRIC[name])
-        if value is None and name == main_metric:
-            value = self.main_value
+        metrics = self.metrics if type(self.metrics) is dict else {}
+        value = metrics.get(name)
+        if value is None:
+            column = SCORE_COLUMN_OF_METRIC.get(name)
+            if column is not None:
+                value = self.columns.get(column)
+            if value is None and name == main_metric:
+                value = self.main_value
         return _finite_or_none(value)
+
+
+def _metric_values(
+    score: ScoreRecord, names: Sequence[str], main_metric: str
+) -> dict[str, float | None]:
+    """Return every metric of ``score`` at once (``ScoreRecord.metric``, inlined for speed)."""
+    metrics = score.metrics if type(score.metrics) is dict else {}
+    values: dict[str, float | None] = {}
+    for name in names:
+        value = metrics.get(name)
+        if value is None:
+            column = SCORE_COLUMN_OF_METRIC.get(name)
+            if column is not None:
+                value = score.columns.get(column)
+            if value is None and name == main_metric:
+                value = score.main_value
+        kind = type(value)
+        if kind is float:
+            values[name] = value if math.isfinite(value) else None
+        elif kind is int:
+            values[name] = float(value)
+        else:
+            values[name] = None
+    return values
 
 
 # -- query parsing --------------------------------------------------------------------------
@@ -505,10 +533,14 @@ def _positive_int(raw: Any, *, default: int, maximum: int) -> int | None:
 
 
 def _finite_or_none(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    # ``type(...) is`` rather than isinstance: this runs for every metric of every score,
+    # and JSON numbers are exactly int or float (bool is excluded on purpose).
+    kind = type(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is int:
+        return float(value)
+    return None
 
 
 def _number_text(value: float) -> str:
@@ -570,9 +602,7 @@ def build_leaderboard_table(
         if key is None:
             continue
         score_of[(key, score.dataset_slug)] = score
-        per_dataset[key][score.dataset_slug] = {
-            name: score.metric(name, main_metric) for name in metric_names
-        }
+        per_dataset[key][score.dataset_slug] = _metric_values(score, metric_names, main_metric)
 
     error: str | None = None
     error_code: str | None = None

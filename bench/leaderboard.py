@@ -1,0 +1,164 @@
+#!/usr/bin/env python
+"""Measure the leaderboard page at 10 and 1,000 models: queries and render time.
+
+In the configured database (``DATABASE_URL``; migrated first), inside one transaction that
+is rolled back at the end so nothing is left behind, for 10 and then 1,000 models:
+
+1. create a throwaway task (the sentiment demo config), two scoring datasets and the
+   models with a Score on each dataset (``bulk_create``), with every metric and tags;
+2. render ``GET /tasks/<code>/leaderboard/?page_size=50`` with ``django.test.Client``,
+   count its queries with ``CaptureQueriesContext`` and time it (median of ``--repeats``
+   renders after two warm-up renders).
+
+Prints one JSON object: ``queries_10``, ``queries_1000``, ``render_ratio_1000_vs_10``
+(target at most 2: the Dynascore is one O(n) pass in Python and only the 50 page rows are
+rendered), ``render_ms_10`` and ``render_ms_1000``.
+
+    DATABASE_URL=postgres://... .venv/bin/python bench/leaderboard.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dynatask_site.settings.test")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
+from django.urls import reverse  # noqa: E402
+
+from leaderboards.models import Dataset, Score  # noqa: E402
+from models_hub.models import Model  # noqa: E402
+from tasks import services  # noqa: E402
+
+PAGE_SIZE = 50
+MAIN = "macro_f1"
+TAGS = ["negation", "sarcasm", "emoji"]
+
+
+class Rollback(Exception):
+    """Raised to leave the transaction, so the throwaway data is rolled back."""
+
+
+def build_board(count: int, owner) -> str:
+    """Create a task with ``count`` scored models; return its code."""
+    yaml_text = (ROOT / "tasks" / "demo_data" / "sentiment.yaml").read_text()
+    code = f"bench-{uuid.uuid4().hex[:10]}"
+    task = services.task_create(yaml_text=yaml_text, owners=[owner], code=code, name=code)
+    datasets = [
+        Dataset.objects.create(
+            task=task, name=f"Set {index}", slug=f"set-{index}", config_version=task.current_config
+        )
+        for index in range(2)
+    ]
+    models = Model.objects.bulk_create(
+        Model(
+            task=task,
+            owner=owner,
+            name=f"bench-model-{index:05d}",
+            protocol="none",
+            is_published=True,
+            is_anonymous=index % 10 == 0,
+        )
+        for index in range(count)
+    )
+    scores = []
+    for index, model in enumerate(models):
+        for dataset in datasets:
+            main = 40.0 + (index * 37 % 600) / 10
+            scores.append(
+                Score(
+                    model=model,
+                    dataset=dataset,
+                    config_version=task.current_config,
+                    main_metric=MAIN,
+                    main_value=main,
+                    ci_low=main - 2,
+                    ci_high=main + 2,
+                    metrics={
+                        MAIN: main,
+                        "robustness": 70.0 + index % 13,
+                        "fairness": 75.0 + index % 7,
+                        "examples_per_second": 5.0 + index % 29,
+                        "latency_p95_ms": 80.0 + index % 41,
+                        "memory_utilization": 1.0 + index % 9,
+                    },
+                    per_tag={tag: {MAIN: main - position} for position, tag in enumerate(TAGS)},
+                    example_count=500,
+                )
+            )
+    Score.objects.bulk_create(scores, batch_size=2000)
+    return code
+
+
+def measure(client: Client, url: str, repeats: int) -> tuple[int, float]:
+    """Return the page's query count and its median render time in milliseconds."""
+    for _ in range(2):
+        assert client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, response.status_code
+    # Read the count now: ``captured_queries`` slices the live log, which later requests reset.
+    queries = len(captured.captured_queries)
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        client.get(url)
+        timings.append((time.perf_counter() - started) * 1000)
+    return queries, statistics.median(timings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    arguments = parser.parse_args()
+
+    setup_test_environment()  # lets the test client's host through ALLOWED_HOSTS
+    call_command("migrate", verbosity=0, interactive=False)
+    result: dict[str, float | int] = {}
+    try:
+        with transaction.atomic():
+            owner = get_user_model().objects.create(username=f"bench-{uuid.uuid4().hex[:8]}")
+            client = Client()
+            for count in (10, 1000):
+                code = build_board(count, owner)
+                url = reverse("leaderboards:task", args=[code]) + f"?page_size={PAGE_SIZE}"
+                queries, milliseconds = measure(client, url, arguments.repeats)
+                result[f"queries_{count}"] = queries
+                result[f"render_ms_{count}"] = round(milliseconds, 2)
+            raise Rollback
+    except Rollback:
+        pass
+    result["render_ratio_1000_vs_10"] = round(result["render_ms_1000"] / result["render_ms_10"], 3)
+    ordered = {
+        key: result[key]
+        for key in (
+            "queries_10",
+            "queries_1000",
+            "render_ratio_1000_vs_10",
+            "render_ms_10",
+            "render_ms_1000",
+        )
+    }
+    print(json.dumps(ordered))
+
+
+if __name__ == "__main__":
+    main()
