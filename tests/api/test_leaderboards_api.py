@@ -1,0 +1,292 @@
+"""Datasets, evaluation runs, scores, the leaderboard, forks and snapshots over the API."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from leaderboards import services
+from leaderboards.models import Dataset, EvaluationRun, LeaderboardSnapshot, RunStatus
+from tests.api.conftest import ROLES, assert_error, client_for
+from tests.factories import ModelFactory, UserFactory
+from tests.leaderboards.evalkit import sentiment_rows
+
+pytestmark = pytest.mark.django_db
+
+OWNER_ONLY = {"anonymous": 401, "worker": 403, "other_owner": 403}
+
+
+def _file(rows, name="rows.jsonl"):
+    upload = io.BytesIO("".join(json.dumps(row) + "\n" for row in rows).encode())
+    upload.name = name
+    return upload
+
+
+def _prediction(uid: str, label: str) -> dict:
+    labels = ("negative", "positive", "neutral")
+    return {"uid": uid, "label": label, "prob": {n: 0.8 if n == label else 0.1 for n in labels}}
+
+
+def _import(task, slug, access_type="scoring", count=5):
+    return services.dataset_import(
+        task,
+        _file(sentiment_rows(count)),
+        filename="rows.jsonl",
+        name=slug.title(),
+        slug=slug,
+        access_type=access_type,
+        evaluate=False,
+    )
+
+
+@pytest.fixture
+def datasets(api_task):
+    return {"public": _import(api_task, "public"), "hidden": _import(api_task, "secret", "hidden")}
+
+
+@pytest.fixture
+def submitter(db):
+    return UserFactory(username="api-submitter")
+
+
+@pytest.fixture
+def file_model(api_task, submitter):
+    """A published predictions-file model."""
+    return ModelFactory(task=api_task, owner=submitter, name="file-model")
+
+
+@pytest.fixture
+def scored(file_model, datasets, submitter):
+    """The file model scored on both datasets from predictions files (all correct)."""
+    for dataset in datasets.values():
+        rows = [_prediction(row["uid"], row["label"]) for row in sentiment_rows(5)]
+        services.predictions_import(file_model, dataset, _file(rows), filename="p.jsonl")
+    return file_model
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_dataset_upload_is_for_owners(role, clients, api_task):
+    response = clients[role].post(
+        "/api/v1/tasks/api-task/datasets/",
+        {"file": _file(sentiment_rows(3)), "name": "Round 1 test", "slug": "r1-test"},
+        format="multipart",
+    )
+    if role in OWNER_ONLY:
+        assert_error(response, OWNER_ONLY[role])
+        assert not Dataset.objects.exists()
+    else:
+        assert response.status_code == 201, response.content
+        body = response.json()
+        assert body["slug"] == "r1-test" and body["row_count"] == 3
+        assert body["access_type"] == "scoring"
+
+
+def test_a_bad_dataset_upload_names_every_line(clients):
+    rows = sentiment_rows(3)
+    rows[1]["label"] = "furious"
+    response = clients["owner"].post(
+        "/api/v1/tasks/api-task/datasets/",
+        {"file": _file(rows), "name": "Bad"},
+        format="multipart",
+    )
+    error = assert_error(response, 400, "upload.invalid")
+    assert [item["line"] for item in error["details"]["errors"]] == [2]
+
+
+def test_dataset_upload_needs_multipart(clients):
+    response = clients["owner"].post(
+        "/api/v1/tasks/api-task/datasets/", {"name": "x"}, format="json"
+    )
+    assert_error(response, 415, "unsupported_media_type")
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_hidden_datasets_and_gold_are_for_owners(role, clients, datasets):
+    listing = clients[role].get("/api/v1/tasks/api-task/datasets/").json()
+    is_owner = role in {"owner", "admin"}
+    assert {d["slug"] for d in listing} == ({"public", "secret"} if is_owner else {"public"})
+    hidden = clients[role].get("/api/v1/tasks/api-task/datasets/secret/examples/")
+    public = clients[role].get("/api/v1/tasks/api-task/datasets/public/examples/")
+    assert public.status_code == 200
+    rows = public.json()["results"]
+    assert len(rows) == 5 and public.json()["count"] == 5
+    if is_owner:
+        assert hidden.status_code == 200
+        assert rows[0]["gold"] == {"label": "positive"}
+    else:
+        assert_error(hidden, 404)
+        assert all(row["gold"] is None for row in rows)
+        assert "positive" not in json.dumps([row["gold"] for row in rows])
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_scores_on_hidden_datasets_do_not_leak(role, clients, scored):
+    scores = clients[role].get(f"/api/v1/models/{scored.pk}/scores/").json()
+    runs = clients[role].get(f"/api/v1/models/{scored.pk}/runs/").json()
+    board = clients[role].get("/api/v1/tasks/api-task/leaderboard/").json()
+    sees_hidden = role in {"owner", "admin"}
+    assert {s["dataset"] for s in scores} == ({"public", "secret"} if sees_hidden else {"public"})
+    assert {r["dataset"] for r in runs} == ({"public", "secret"} if sees_hidden else {"public"})
+    assert ("secret" in json.dumps(board)) == sees_hidden
+    assert board["rows"][0]["model"] == "file-model"
+    assert board["rows"][0]["datasets"]["public"]["value"] == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_leaderboard_is_the_pages_table(role, clients, role_users, scored, client):
+    query = "?w_macro_f1=3&d_public=2&sort=-dynascore&page=1&page_size=10&w_bogus=2&sort_x=1"
+    api = clients[role].get(f"/api/v1/tasks/api-task/leaderboard/{query}")
+    assert api.status_code == 200
+    if role_users[role] is not None:
+        client.force_login(role_users[role])
+    page = client.get(f"/tasks/api-task/leaderboard.json{query}")
+    assert page.status_code == 200
+    assert api.json() == page.json()
+    assert api.json()["weights"]["metrics"]["macro_f1"] == 3.0
+
+
+def test_bad_leaderboard_parameters_are_explained_not_refused(clients, scored):
+    body = clients["worker"].get("/api/v1/tasks/api-task/leaderboard/?page=-3&sort=nope").json()
+    assert body["page"] == 1 and body["sort"] == "-dynascore"
+    assert len(body["messages"]) == 2
+
+
+@pytest.fixture
+def endpoint_model(api_task, submitter):
+    return ModelFactory(
+        task=api_task,
+        owner=submitter,
+        name="endpoint-model",
+        protocol="dynatask",
+        endpoint_url="http://127.0.0.1:9/",
+        auth_token="sk-secret",
+    )
+
+
+@pytest.mark.parametrize("role", [*ROLES, "submitter"])
+def test_trigger_a_run(role, clients, submitter, endpoint_model, datasets):
+    client = client_for(submitter) if role == "submitter" else clients[role]
+    response = client.post(
+        f"/api/v1/models/{endpoint_model.pk}/runs/", {"dataset": "public"}, format="json"
+    )
+    if role in OWNER_ONLY:
+        assert_error(response, OWNER_ONLY[role])
+        assert not EvaluationRun.objects.exists()
+        return
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "queued" and body["total"] == 5
+    assert body["progress"]["done"] == 0 and body["progress"]["finished"] is False
+    status = client.get(f"/api/v1/runs/{body['id']}/")
+    assert status.json()["id"] == body["id"]
+
+
+def test_a_non_owner_cannot_run_on_a_hidden_dataset(submitter, endpoint_model, datasets):
+    response = client_for(submitter).post(
+        f"/api/v1/models/{endpoint_model.pk}/runs/", {"dataset": "secret"}, format="json"
+    )
+    assert_error(response, 404)
+
+
+@pytest.mark.parametrize("role", [*ROLES, "submitter"])
+def test_retry_a_failed_run(role, clients, submitter, endpoint_model, datasets):
+    run = services.evaluation_run_create(endpoint_model, datasets["public"])
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.FAILED, error_code="model.timeout", error_message="slow"
+    )
+    client = client_for(submitter) if role == "submitter" else clients[role]
+    response = client.post(f"/api/v1/runs/{run.pk}/retry/", {}, format="json")
+    run.refresh_from_db()
+    if role in OWNER_ONLY:
+        assert_error(response, OWNER_ONLY[role])
+        assert run.status == RunStatus.FAILED
+    else:
+        assert response.status_code == 200
+        assert response.json()["status"] == "queued" and run.status == RunStatus.QUEUED
+    assert_error(
+        client.post(f"/api/v1/runs/{run.pk}/retry/", {}, format="json"),
+        *((OWNER_ONLY[role],) if role in OWNER_ONLY else (400, "run.not_failed")),
+    )
+
+
+def test_run_error_messages_are_for_the_models_owners(clients, endpoint_model, datasets):
+    endpoint_model.is_published = True
+    endpoint_model.save()
+    run = services.evaluation_run_create(endpoint_model, datasets["public"])
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.FAILED, error_code="model.bad_response", error_message="body: secret"
+    )
+    public = clients["worker"].get(f"/api/v1/runs/{run.pk}/").json()
+    assert public["error_code"] == "model.bad_response" and public["error_message"] == ""
+    assert clients["owner"].get(f"/api/v1/runs/{run.pk}/").json()["error_message"]
+
+
+@pytest.mark.parametrize("role", [*ROLES, "submitter"])
+def test_predictions_upload(role, clients, submitter, file_model, datasets):
+    client = client_for(submitter) if role == "submitter" else clients[role]
+    rows = [_prediction(row["uid"], "positive") for row in sentiment_rows(5)]
+    response = client.post(
+        f"/api/v1/models/{file_model.pk}/predictions/",
+        {"dataset": "public", "file": _file(rows)},
+        format="multipart",
+    )
+    if role in OWNER_ONLY:
+        assert_error(response, OWNER_ONLY[role])
+        return
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "done" and body["score"]["dataset"] == "public"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_forks(role, clients, scored):
+    response = clients[role].post(
+        "/api/v1/tasks/api-task/leaderboard/forks/",
+        {
+            "name": "Fairness first",
+            "weights": {"metrics": {"fairness": 5}, "datasets": {"secret": 9, "public": 2}},
+        },
+        format="json",
+    )
+    if role == "anonymous":
+        assert_error(response, 401)
+        return
+    assert response.status_code == 201, response.content
+    fork = response.json()
+    assert fork["weights"]["metrics"]["fairness"] == 5
+    # A fork is public: it never names a hidden dataset.
+    assert "secret" not in fork["weights"]["datasets"]
+    detail = clients["anonymous"].get(f"/api/v1/tasks/api-task/leaderboard/forks/{fork['slug']}/")
+    assert detail.status_code == 200
+    assert detail.json()["table"]["weights"]["metrics"]["fairness"] == 5
+    listing = clients["anonymous"].get("/api/v1/tasks/api-task/leaderboard/forks/").json()
+    assert [f["slug"] for f in listing] == [fork["slug"]]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_snapshots_are_taken_by_owners_and_public(role, clients, scored):
+    response = clients[role].post(
+        "/api/v1/tasks/api-task/leaderboard/snapshots/", {"name": "v1"}, format="json"
+    )
+    if role in OWNER_ONLY:
+        assert_error(response, OWNER_ONLY[role])
+        assert not LeaderboardSnapshot.objects.exists()
+        return
+    assert response.status_code == 201
+    snapshot = response.json()
+    assert "secret" not in json.dumps(snapshot["table"])
+    detail = clients["anonymous"].get(
+        f"/api/v1/tasks/api-task/leaderboard/snapshots/{snapshot['id']}/"
+    )
+    assert detail.json()["table"] == snapshot["table"]
+    assert (
+        clients["worker"].get("/api/v1/tasks/api-task/leaderboard/snapshots/").json()[0]["name"]
+        == "v1"
+    )
+
+
+def test_unknown_fork_and_snapshot_are_404(clients):
+    assert_error(clients["worker"].get("/api/v1/tasks/api-task/leaderboard/forks/nope/"), 404)
+    assert_error(clients["worker"].get("/api/v1/tasks/api-task/leaderboard/snapshots/9/"), 404)
