@@ -251,7 +251,8 @@ def cron_scheduler(connection=None, interval: int | None = None) -> CronSchedule
         health_check_all_job,
         HEALTH_QUEUE,
         interval=interval or health_interval(),
-        timeout=HEALTH_ALL_JOB_TIMEOUT,
+        # No ``timeout=`` here: rq 2.6's CronJob passes it to Queue.enqueue, which hands
+        # unknown keywords to the job function itself. The queue's default timeout applies.
         result_ttl=HEALTH_RESULT_TTL,
         failure_ttl=HEALTH_FAILURE_TTL,
     )

@@ -139,6 +139,9 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "dynatask-model-server/1"
+    # Headers and body go out in separate writes; without TCP_NODELAY the body waits for the
+    # client's delayed ACK (~40 ms) on every reused keep-alive connection.
+    disable_nagle_algorithm = True
     timeout = IDLE_CONNECTION_SECONDS
     server: ModelServer
 

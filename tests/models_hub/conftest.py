@@ -36,7 +36,7 @@ def sentiment_config(configs):
 
 
 @pytest.fixture
-def client():
+def model_client():
     """A client with quick retries and the system resolver."""
     return ModelClient(retry=FAST_RETRY)
 

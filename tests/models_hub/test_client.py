@@ -20,12 +20,16 @@ def sentiment_server():
         yield server
 
 
-def test_dynatask_happy_path_with_the_model_server(client, sentiment_config, sentiment_server):
+def test_dynatask_happy_path_with_the_model_server(
+    model_client, sentiment_config, sentiment_server
+):
     inputs = [
         {"uid": "a", "statement": "I love this, it is wonderful!", "context": "c"},
         {"uid": "b", "statement": "This is awful and I hate it.", "context": "c"},
     ]
-    result = client.predict(endpoint(sentiment_server.url), sentiment_config, "sentiment", inputs)
+    result = model_client.predict(
+        endpoint(sentiment_server.url), sentiment_config, "sentiment", inputs
+    )
     assert [output["label"] for output in result.outputs] == ["positive", "negative"]
     assert result.model_version == SentimentHandler.model_version
     assert result.latency_ms > 0
@@ -33,9 +37,9 @@ def test_dynatask_happy_path_with_the_model_server(client, sentiment_config, sen
 
 
 def test_batches_split_by_batch_size_and_targets_are_never_sent(
-    client, sentiment_config, misbehaving_server
+    model_client, sentiment_config, misbehaving_server
 ):
-    result = client.predict(
+    result = model_client.predict(
         endpoint(misbehaving_server.url + "ok", batch_size=2),
         sentiment_config,
         "sentiment",
@@ -53,10 +57,10 @@ def test_batches_split_by_batch_size_and_targets_are_never_sent(
     assert sent_uids == [f"u{index}" for index in range(5)]
 
 
-def test_connections_are_reused(client, sentiment_config, misbehaving_server):
+def test_connections_are_reused(model_client, sentiment_config, misbehaving_server):
     target = endpoint(misbehaving_server.url + "ok")
     for _ in range(3):
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
     ports = {record["headers"].get("X-Client-Port") for record in misbehaving_server.requests}
     assert len(misbehaving_server.requests) == 3
     assert len(ports) == 1
@@ -74,8 +78,8 @@ def openai_endpoint(server, **overrides) -> EndpointSpec:
     )
 
 
-def test_openai_chat_happy_path(client, sentiment_config, openai_server):
-    result = client.predict(
+def test_openai_chat_happy_path(model_client, sentiment_config, openai_server):
+    result = model_client.predict(
         openai_endpoint(openai_server), sentiment_config, "sentiment", sentiment_inputs(2)
     )
     assert [output["label"] for output in result.outputs] == ["negative", "positive"]
@@ -88,8 +92,8 @@ def test_openai_chat_happy_path(client, sentiment_config, openai_server):
     assert "Sentiment of: statement" in request["body"]["messages"][-1]["content"]
 
 
-def test_openai_chat_concurrency_cap_is_honoured(client, sentiment_config, openai_server):
-    result = client.predict(
+def test_openai_chat_concurrency_cap_is_honoured(model_client, sentiment_config, openai_server):
+    result = model_client.predict(
         openai_endpoint(openai_server, max_concurrency=2, batch_size=3),
         sentiment_config,
         "sentiment",
@@ -99,22 +103,26 @@ def test_openai_chat_concurrency_cap_is_honoured(client, sentiment_config, opena
     assert openai_server.max_in_flight == 2
 
 
-def test_openai_chat_unparseable_reply_is_a_bad_response(client, sentiment_config, openai_server):
+def test_openai_chat_unparseable_reply_is_a_bad_response(
+    model_client, sentiment_config, openai_server
+):
     inputs = sentiment_inputs(3)
     inputs[2]["statement"] = "garbage"
     with pytest.raises(ModelBadResponse) as caught:
-        client.predict(openai_endpoint(openai_server), sentiment_config, "sentiment", inputs)
+        model_client.predict(openai_endpoint(openai_server), sentiment_config, "sentiment", inputs)
     assert "output 2" in str(caught.value) and "'label'" in str(caught.value)
     assert "bananas" in caught.value.excerpt
 
 
-def test_openai_chat_template_cannot_reach_attributes(client, sentiment_config, openai_server):
+def test_openai_chat_template_cannot_reach_attributes(
+    model_client, sentiment_config, openai_server
+):
     target = openai_endpoint(openai_server)
     target = EndpointSpec(
         **{**target.__dict__, "options": {"model": "m", "prompt_template": "{statement.__class__}"}}
     )
     with pytest.raises(ModelConfigurationError):
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
     assert openai_server.requests == []
 
 
@@ -126,12 +134,12 @@ def hf_endpoint(server, **overrides) -> EndpointSpec:
 
 
 @pytest.mark.parametrize("size", [1, 4])
-def test_hf_text_classification_happy_path(client, sentiment_config, hf_server, size):
+def test_hf_text_classification_happy_path(model_client, sentiment_config, hf_server, size):
     inputs = [
         {"uid": str(index), "statement": "good" if index % 2 else "bad", "context": "c"}
         for index in range(size)
     ]
-    result = client.predict(hf_endpoint(hf_server), sentiment_config, "sentiment", inputs)
+    result = model_client.predict(hf_endpoint(hf_server), sentiment_config, "sentiment", inputs)
     labels = [output["label"] for output in result.outputs]
     assert labels == ["negative" if index % 2 == 0 else "positive" for index in range(size)]
     assert result.outputs[0]["prob"] == pytest.approx(
@@ -144,7 +152,7 @@ def test_hf_text_classification_happy_path(client, sentiment_config, hf_server, 
 
 
 def test_hf_label_map_to_unknown_task_label_is_a_configuration_error(
-    client, sentiment_config, hf_server
+    model_client, sentiment_config, hf_server
 ):
     target = endpoint(
         hf_server.url,
@@ -152,28 +160,28 @@ def test_hf_label_map_to_unknown_task_label_is_a_configuration_error(
         options={"label_map": {"LABEL_0": "angry"}},
     )
     with pytest.raises(ModelConfigurationError):
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
 
 
-def test_health_of_the_model_server(client, sentiment_server):
-    health = client.health(endpoint(sentiment_server.url))
+def test_health_of_the_model_server(model_client, sentiment_server):
+    health = model_client.health(endpoint(sentiment_server.url))
     assert health.ok and health.error is None
     assert health.model_version == SentimentHandler.model_version
     assert health.memory_gb is not None and health.memory_gb > 0
     assert health.latency_ms is not None
 
 
-def test_health_reports_failures_without_raising(client, misbehaving_server, closed_port):
-    down = client.health(endpoint(misbehaving_server.url + "down"))
+def test_health_reports_failures_without_raising(model_client, misbehaving_server, closed_port):
+    down = model_client.health(endpoint(misbehaving_server.url + "down"))
     assert not down.ok and down.error_code == "model.server_error"
-    refused = client.health(endpoint(f"http://127.0.0.1:{closed_port}/"))
+    refused = model_client.health(endpoint(f"http://127.0.0.1:{closed_port}/"))
     assert not refused.ok and refused.error_code == "model.unreachable"
-    metadata = client.health(endpoint("http://169.254.169.254/"))
+    metadata = model_client.health(endpoint("http://169.254.169.254/"))
     assert not metadata.ok and metadata.error_code == "model.address_refused"
 
 
-def test_health_of_other_protocols_gets_the_base_url(client, hf_server):
-    health = client.health(hf_endpoint(hf_server))
+def test_health_of_other_protocols_gets_the_base_url(model_client, hf_server):
+    health = model_client.health(hf_endpoint(hf_server))
     # The HF test server has no GET handler: its 501 answer is reported, not raised.
     assert health.ok is False and health.error_code == "model.server_error"
 

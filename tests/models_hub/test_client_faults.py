@@ -46,28 +46,30 @@ TOKEN = "sk-test-7Hq2ZxSECRET9"
         ("slow", ModelTimeout, "model.timeout"),
     ],
 )
-def test_server_faults(client, sentiment_config, misbehaving_server, path, error_class, code, size):
+def test_server_faults(
+    model_client, sentiment_config, misbehaving_server, path, error_class, code, size
+):
     target = endpoint(misbehaving_server.url + path, max_response_bytes=100_000)
     with pytest.raises(error_class) as caught:
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
     assert caught.value.code == code
     assert len(caught.value.excerpt) <= EXCERPT_MAX_CHARS
 
 
 @SIZES
-def test_connection_refused(client, sentiment_config, closed_port, size):
+def test_connection_refused(model_client, sentiment_config, closed_port, size):
     target = endpoint(f"http://127.0.0.1:{closed_port}/")
     with pytest.raises(ModelUnreachable) as caught:
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
     assert caught.value.retryable
     assert caught.value.attempts == FAST_RETRY.max_attempts
 
 
 @SIZES
-def test_metadata_ip_literal_is_refused(client, sentiment_config, size):
+def test_metadata_ip_literal_is_refused(model_client, sentiment_config, size):
     target = endpoint("http://169.254.169.254/latest/meta-data/", allowed_hosts=("169.254.0.0/16",))
     with pytest.raises(ModelAddressRefused):
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
 
 
 @SIZES
@@ -82,12 +84,12 @@ def test_hostname_resolving_to_metadata_is_refused_and_nothing_is_sent(
         # The loopback server is allowed; the metadata address next to it is not.
         return ["127.0.0.1", "169.254.169.254"]
 
-    client = ModelClient(resolver=resolver, retry=FAST_RETRY)
+    model_client = ModelClient(resolver=resolver, retry=FAST_RETRY)
     target = endpoint(
         f"http://model.example:{port}/ok", allowed_hosts=("model.example", "127.0.0.1")
     )
     with pytest.raises(ModelAddressRefused, match="169.254.169.254"):
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
     assert asked == ["model.example"]
     assert misbehaving_server.requests == []
 
@@ -97,16 +99,18 @@ def test_rebinding_after_a_good_answer_is_caught_at_connect_time(
 ):
     port = misbehaving_server.server_address[1]
     answers = iter([["127.0.0.1"], ["169.254.169.254"]])
-    client = ModelClient(resolver=lambda hostname, port_number: next(answers), retry=FAST_RETRY)
+    model_client = ModelClient(
+        resolver=lambda hostname, port_number: next(answers), retry=FAST_RETRY
+    )
     target = endpoint(f"http://rebind.example:{port}/ok", allowed_hosts=("rebind.example",))
-    result = client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
+    result = model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
     assert result.outputs[0]["label"] == "positive"
     # A fresh connection (as after a keep-alive timeout) resolves again and is refused.
     from models_hub.transport import close_sessions
 
     close_sessions()
     with pytest.raises(ModelAddressRefused):
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
     assert len(misbehaving_server.requests) == 1
 
 
@@ -115,12 +119,12 @@ def test_rebinding_after_a_good_answer_is_caught_at_connect_time(
     "path", ["echo-token-400", "echo-token-500", "echo-token-invalid-json", "echo-token-label"]
 )
 def test_token_never_appears_in_errors_or_logs(
-    client, sentiment_config, misbehaving_server, caplog, path, size
+    model_client, sentiment_config, misbehaving_server, caplog, path, size
 ):
     caplog.set_level(logging.DEBUG)
     target = endpoint(misbehaving_server.url + path, token=TOKEN)
     with pytest.raises(ModelCallError) as caught:
-        client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(size))
     error = caught.value
     # The server did receive it (so the echo was real)...
     assert misbehaving_server.requests[0]["headers"]["Authorization"] == f"Bearer {TOKEN}"
@@ -131,15 +135,17 @@ def test_token_never_appears_in_errors_or_logs(
     assert TOKEN not in repr(target)
 
 
-def test_token_echoed_in_a_good_answer_is_scrubbed(client, sentiment_config, misbehaving_server):
+def test_token_echoed_in_a_good_answer_is_scrubbed(
+    model_client, sentiment_config, misbehaving_server
+):
     target = endpoint(misbehaving_server.url + "echo-token-ok", token=TOKEN)
-    result = client.predict(target, sentiment_config, "sentiment", sentiment_inputs(2))
+    result = model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(2))
     assert TOKEN not in result.raw_excerpt
     assert TOKEN not in str(result.model_version)
 
 
-def test_no_authorization_header_without_token(client, sentiment_config, misbehaving_server):
-    client.predict(
+def test_no_authorization_header_without_token(model_client, sentiment_config, misbehaving_server):
+    model_client.predict(
         endpoint(misbehaving_server.url + "ok"), sentiment_config, "s", sentiment_inputs(1)
     )
     assert "Authorization" not in misbehaving_server.requests[0]["headers"]
@@ -158,17 +164,17 @@ def test_no_authorization_header_without_token(client, sentiment_config, misbeha
     ],
 )
 def test_only_retryable_errors_are_retried(
-    client, sentiment_config, misbehaving_server, path, expected_hits, error_class
+    model_client, sentiment_config, misbehaving_server, path, expected_hits, error_class
 ):
     with pytest.raises(error_class):
-        client.predict(
+        model_client.predict(
             endpoint(misbehaving_server.url + path), sentiment_config, "s", sentiment_inputs(1)
         )
     assert misbehaving_server.hits["/" + path] == expected_hits
 
 
-def test_flaky_endpoint_succeeds_after_retries(client, sentiment_config, misbehaving_server):
-    result = client.predict(
+def test_flaky_endpoint_succeeds_after_retries(model_client, sentiment_config, misbehaving_server):
+    result = model_client.predict(
         endpoint(misbehaving_server.url + "flaky"), sentiment_config, "s", sentiment_inputs(1)
     )
     assert result.outputs[0]["label"] == "positive"
@@ -176,19 +182,21 @@ def test_flaky_endpoint_succeeds_after_retries(client, sentiment_config, misbeha
 
 
 def test_total_deadline_stops_retries(sentiment_config, misbehaving_server):
-    client = ModelClient(
+    model_client = ModelClient(
         retry=RetryPolicy(max_attempts=10, backoff_seconds=0.01, total_deadline_seconds=0.5)
     )
     with pytest.raises(ModelTimeout):
-        client.predict(
+        model_client.predict(
             endpoint(misbehaving_server.url + "slow"), sentiment_config, "s", sentiment_inputs(1)
         )
     assert misbehaving_server.hits["/slow"] <= 2
 
 
-def test_bad_output_error_names_example_and_field(client, sentiment_config, misbehaving_server):
+def test_bad_output_error_names_example_and_field(
+    model_client, sentiment_config, misbehaving_server
+):
     with pytest.raises(ModelBadResponse) as caught:
-        client.predict(
+        model_client.predict(
             endpoint(misbehaving_server.url + "bad-prob", batch_size=2),
             sentiment_config,
             "s",
