@@ -67,6 +67,8 @@ logger = logging.getLogger(__name__)
 
 READ_CHUNK = 2000
 WRITE_CHUNK = 1000
+IN_FLIGHT_BATCHES_PER_SLOT = 8
+SHARD_SWITCH_INTERVAL_SECONDS = 0.0005
 SCORE_CHUNK = 5000
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -205,24 +207,32 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
         last_flush = time.perf_counter()
 
     batch_size = endpoint.batch_size
-    in_flight_cap = endpoint.max_concurrency * 2
+    # Keep the workers busy while this thread reads and writes the database.
+    in_flight_cap = endpoint.max_concurrency * IN_FLIGHT_BATCHES_PER_SLOT
     pending: deque[Future] = deque()
-    with ThreadPoolExecutor(endpoint.max_concurrency, thread_name_prefix="eval-shard") as pool:
-        for chunk in _pending_examples(run, shard):
-            for first in range(0, len(chunk), batch_size):
-                while len(pending) >= in_flight_cap:
-                    collect(pending.popleft())
+    # This thread's database work (JSON decoding, building and writing rows) would otherwise
+    # hold the GIL for whole switch intervals while the HTTP threads wait to read replies.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch_interval, SHARD_SWITCH_INTERVAL_SECONDS))
+    try:
+        with ThreadPoolExecutor(endpoint.max_concurrency, thread_name_prefix="eval-shard") as pool:
+            for chunk in _pending_examples(run, shard):
+                for first in range(0, len(chunk), batch_size):
+                    while len(pending) >= in_flight_cap:
+                        collect(pending.popleft())
+                    if error is not None:
+                        break
+                    batch = chunk[first : first + batch_size]
+                    pending.append(pool.submit(call, batch))
+                    sent += len(batch)
+                    if len(state.predictions) >= WRITE_CHUNK:
+                        flush()
                 if error is not None:
                     break
-                batch = chunk[first : first + batch_size]
-                pending.append(pool.submit(call, batch))
-                sent += len(batch)
-                if len(state.predictions) >= WRITE_CHUNK:
-                    flush()
-            if error is not None:
-                break
-        while pending:
-            collect(pending.popleft())
+            while pending:
+                collect(pending.popleft())
+    finally:
+        sys.setswitchinterval(switch_interval)
     flush()
     if error is not None:
         shard_fail(shard.pk, error.code, str(error), error.excerpt)
