@@ -1,0 +1,399 @@
+"""Validation: the queue's rules, consensus and owner settling, counters, the page, review."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from django.db import connection
+
+from annotation import selectors, services, stats
+from annotation.actors import Actor
+from annotation.models import (
+    Example,
+    ExampleStatus,
+    RoundStats,
+    Validation,
+    ValidationState,
+    WorkerStats,
+)
+from tasks.errors import Conflict, PermissionDenied
+from tests.factories import ContextFactory, TaskFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup(owner):
+    task = TaskFactory(code="sentiment", config_name="sentiment", owners=[owner])
+    context = ContextFactory(task=task, data={"context": "Describe your morning commute."})
+    return task, context
+
+
+def make_example(task, context, writer, model_wrong=None, text="A fine statement."):
+    example = services.example_submit(
+        task=task,
+        round_=task.rounds.get(number=1),
+        actor=Actor(user=writer),
+        context=context,
+        data={"statement": text, "label": "positive"},
+    )
+    if model_wrong is not None:
+        Example.objects.filter(pk=example.pk).update(
+            status=ExampleStatus.MODEL_ANSWERED,
+            model_wrong=model_wrong,
+            model_output={
+                "label": "negative",
+                "prob": {"negative": 0.8, "positive": 0.1, "neutral": 0.1},
+            },
+        )
+        example.refresh_from_db()
+        stats.stats_example_verdict(example)
+    return example
+
+
+def validate(example, user, label, **metadata):
+    return services.validation_submit(
+        example_id=example.pk, actor=Actor(user=user), label=label, metadata=metadata
+    )
+
+
+@pytest.fixture
+def people(db):
+    return {name: UserFactory(username=name) for name in ("writer", "a", "b", "c", "d", "e")}
+
+
+# -- the queue ----------
+def test_never_own_never_twice_never_retracted_never_settled(setup, people):
+    task, context = setup
+    own = make_example(task, context, people["a"], model_wrong=True)
+    seen = make_example(task, context, people["writer"], model_wrong=True)
+    retracted = make_example(task, context, people["writer"], model_wrong=True)
+    settled = make_example(task, context, people["writer"], model_wrong=True)
+    services.example_retract(retracted, Actor(user=people["writer"]))
+    validate(seen, people["a"], "correct")
+    services.owner_review_submit(example_id=settled.pk, user=task.owners.get(), label="correct")
+    assert selectors.example_next_to_validate(task, Actor(user=people["a"])) is None
+    with pytest.raises(PermissionDenied):
+        validate(own, people["a"], "correct")
+    with pytest.raises(Conflict):
+        validate(seen, people["a"], "incorrect")
+    with pytest.raises(Conflict):
+        validate(retracted, people["b"], "correct")
+    with pytest.raises(Conflict):
+        validate(settled, people["b"], "correct")
+
+
+def test_least_validated_first_and_fooling_first(setup, people):
+    task, context = setup
+    not_fooling = make_example(task, context, people["writer"], model_wrong=False)
+    no_verdict = make_example(task, context, people["writer"])
+    fooling_once = make_example(task, context, people["writer"], model_wrong=True)
+    fooling_fresh = make_example(task, context, people["writer"], model_wrong=True)
+    validate(fooling_once, people["b"], "correct")
+    actor = Actor(user=people["a"])
+    order = []
+    for _ in range(4):
+        example = selectors.example_next_to_validate(task, actor)
+        if example is None:
+            break
+        order.append(example.pk)
+        validate(example, people["a"], "correct")
+    # Non-fooling examples are queued only with validate_non_fooling.
+    assert order == [fooling_fresh.pk, fooling_once.pk, no_verdict.pk]
+    assert not_fooling.pk not in order
+
+
+def test_validate_non_fooling_orders_by_validation_count_only(setup, people):
+    task, context = setup
+    task.validate_non_fooling = True
+    task.save()
+    fooling = make_example(task, context, people["writer"], model_wrong=True)
+    not_fooling = make_example(task, context, people["writer"], model_wrong=False)
+    validate(fooling, people["b"], "correct")
+    example = selectors.example_next_to_validate(task, Actor(user=people["a"]))
+    assert example.pk == not_fooling.pk
+
+
+def test_awaiting_and_failed_examples_are_not_queued(setup, people):
+    task, context = setup
+    example = make_example(task, context, people["writer"])
+    for status in (ExampleStatus.AWAITING_MODEL, ExampleStatus.MODEL_FAILED):
+        Example.objects.filter(pk=example.pk).update(status=status)
+        assert selectors.example_next_to_validate(task, Actor(user=people["a"])) is None
+
+
+def test_queue_query_uses_the_partial_index(setup, people):
+    task, context = setup
+    make_example(task, context, people["writer"], model_wrong=True)
+    queue = selectors.validation_queue(task, Actor(user=people["a"])).filter(model_wrong=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+    try:
+        plan = queue.order_by("validation_count", "id").explain()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET enable_seqscan = on")
+    assert "example_validation_queue" in plan
+    assert "Anti Join" in plan or "NOT" in plan.upper()
+
+
+# -- settling and counters ----------
+def round_stats(task):
+    return RoundStats.objects.get(round__task=task)
+
+
+def writer_stats(task, writer):
+    return WorkerStats.objects.get(round__task=task, user=writer)
+
+
+def test_counters_at_and_past_the_consensus_threshold(setup, people):
+    task, context = setup
+    assert task.num_matching_validations == 3
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    validate(example, people["a"], "correct")
+    validate(example, people["b"], "incorrect")
+    validate(example, people["c"], "correct")
+    example.refresh_from_db()
+    assert example.validation_state == ValidationState.PENDING
+    assert round_stats(task).verified_fooled == 0
+    validate(example, people["d"], "correct")  # the third matching verdict settles it
+    example.refresh_from_db()
+    assert example.validation_state == ValidationState.CORRECT
+    assert (example.validation_count, example.correct_count, example.incorrect_count) == (4, 3, 1)
+    assert example.settled_at is not None and not example.settled_by_owner
+    assert (round_stats(task).verified_fooled, round_stats(task).validated) == (1, 1)
+    assert writer_stats(task, people["writer"]).verified_fooled == 1
+    # Past the threshold: refused, and nothing moves.
+    with pytest.raises(Conflict):
+        validate(example, people["e"], "correct")
+    example.refresh_from_db()
+    assert example.validation_count == 4
+    assert (round_stats(task).verified_fooled, round_stats(task).validated) == (1, 1)
+    assert not WorkerStats.objects.filter(user=people["e"], validations__gt=0).exists()
+    assert Validation.objects.filter(example=example).count() == 4
+
+
+def test_incorrect_consensus_counts_a_rejection(setup, people):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    for name in ("a", "b", "c"):
+        validate(example, people[name], "incorrect", corrected_label="neutral")
+    example.refresh_from_db()
+    assert example.validation_state == ValidationState.INCORRECT
+    assert writer_stats(task, people["writer"]).rejected == 1
+    assert round_stats(task).verified_fooled == 0
+    assert Validation.objects.filter(example=example).first().metadata == {
+        "corrected_label": "neutral"
+    }
+
+
+def test_flags_settle_as_flagged(setup, people):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    for name in ("a", "b", "c"):
+        validate(example, people[name], "flagged", flag_reason="spam")
+    example.refresh_from_db()
+    assert example.validation_state == ValidationState.FLAGGED
+    assert (example.flagged_count, example.flag_count) == (3, 3)
+
+
+def test_threshold_of_one(setup, people):
+    task, context = setup
+    task.num_matching_validations = 1
+    task.save()
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    validate(example, people["a"], "correct")
+    example.refresh_from_db()
+    assert example.validation_state == ValidationState.CORRECT
+
+
+def test_owner_verdict_settles_at_once(setup, people, owner):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    services.validation_submit(example_id=example.pk, actor=Actor(user=owner), label="correct")
+    example.refresh_from_db()
+    assert example.validation_state == ValidationState.CORRECT and example.settled_by_owner
+    assert round_stats(task).verified_fooled == 1
+
+
+def test_owner_overrides_a_consensus_and_counters_move_once(setup, people, owner):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    for name in ("a", "b", "c"):
+        validate(example, people[name], "correct")
+    assert round_stats(task).verified_fooled == 1
+    services.owner_review_submit(example_id=example.pk, user=owner, label="incorrect")
+    example.refresh_from_db()
+    assert example.validation_state == ValidationState.INCORRECT and example.settled_by_owner
+    assert (round_stats(task).verified_fooled, round_stats(task).validated) == (0, 1)
+    assert writer_stats(task, people["writer"]).rejected == 1
+    # The same verdict again moves nothing; a change moves the counters back once.
+    services.owner_review_submit(example_id=example.pk, user=owner, label="incorrect")
+    assert writer_stats(task, people["writer"]).rejected == 1
+    services.owner_review_submit(example_id=example.pk, user=owner, label="correct")
+    example.refresh_from_db()
+    assert (example.correct_count, example.incorrect_count) == (4, 0)
+    assert (round_stats(task).verified_fooled, writer_stats(task, people["writer"]).rejected) == (
+        1,
+        0,
+    )
+    assert Validation.objects.filter(example=example, is_owner_verdict=True).count() == 1
+
+
+def test_cached_counters_equal_the_recomputed_ones(setup, people, owner):
+    task, context = setup
+    examples = [make_example(task, context, people["writer"], model_wrong=w) for w in (1, 1, 0)]
+    for name in ("a", "b", "c", "d"):
+        for example in examples[:2]:
+            with contextlib.suppress(Conflict):
+                validate(example, people[name], "correct" if name != "d" else "incorrect")
+    services.owner_review_submit(example_id=examples[1].pk, user=owner, label="flagged")
+    services.example_retract(examples[2], Actor(user=people["writer"]))
+    cached_round = list(RoundStats.objects.filter(round__task=task).values())
+    cached_workers = sorted(
+        WorkerStats.objects.filter(task=task).values(
+            "user_id",
+            "examples",
+            "fooled",
+            "verified_fooled",
+            "rejected",
+            "retracted",
+            "validations",
+        ),
+        key=lambda row: row["user_id"],
+    )
+    stats.stats_recompute(task)
+    assert [
+        {k: v for k, v in row.items() if k != "id"}
+        for row in RoundStats.objects.filter(round__task=task).values()
+    ] == [{k: v for k, v in row.items() if k != "id"} for row in cached_round]
+    assert (
+        sorted(
+            WorkerStats.objects.filter(task=task).values(
+                "user_id",
+                "examples",
+                "fooled",
+                "verified_fooled",
+                "rejected",
+                "retracted",
+                "validations",
+            ),
+            key=lambda row: row["user_id"],
+        )
+        == cached_workers
+    )
+
+
+# -- the page ----------
+@pytest.fixture
+def hs_setup(owner):
+    task = TaskFactory(code="hs", config_name="hs", owners=[owner])
+    context = ContextFactory(task=task, data={"context": "Weekend plans"})
+    return task, context
+
+
+def test_validate_page_shows_warning_context_example_and_metadata(client, hs_setup, people):
+    task, context = hs_setup
+    example = services.example_submit(
+        task=task,
+        round_=task.rounds.get(number=1),
+        actor=Actor(user=people["writer"]),
+        context=context,
+        data={"statement": "<script>alert(1)</script>", "label": "hateful"},
+    )
+    Example.objects.filter(pk=example.pk).update(metadata={"example_explanation": "<b>why</b>"})
+    client.force_login(people["a"])
+    html = client.get("/tasks/hs/validate").content.decode()
+    assert task.config.content_warning in html
+    assert "Weekend plans" in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+    assert "&lt;b&gt;why&lt;/b&gt;" in html
+    assert f'data-example-id="{example.pk}"' in html
+    for label in ("correct", "incorrect", "flagged"):
+        assert f'value="{label}"' in html
+
+
+def test_validate_post_records_the_verdict_and_its_metadata(client, setup, people):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    client.force_login(people["a"])
+    response = client.post(
+        "/tasks/sentiment/validate",
+        {
+            "example_id": example.pk,
+            "label": "incorrect",
+            "corrected_label": "neutral",
+            "flag_reason": "not kept",
+        },
+    )
+    assert response.status_code == 302
+    validation = Validation.objects.get()
+    assert (validation.label, validation.metadata) == ("incorrect", {"corrected_label": "neutral"})
+    # A bad metadata value is a form error, not a 500; a second verdict is refused.
+    bad = client.post(
+        "/tasks/sentiment/validate",
+        {"example_id": example.pk, "label": "incorrect", "corrected_label": "<x>"},
+    )
+    assert bad.status_code in (302, 400)
+    assert Validation.objects.count() == 1
+    client.force_login(people["b"])
+    bad = client.post(
+        "/tasks/sentiment/validate",
+        {"example_id": example.pk, "label": "incorrect", "corrected_label": "<x>"},
+    )
+    assert bad.status_code == 400
+
+
+def test_writer_cannot_validate_own_example_through_the_page(client, setup, people):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    client.force_login(people["writer"])
+    assert 'id="nothing-to-validate"' in client.get("/tasks/sentiment/validate").content.decode()
+    client.post("/tasks/sentiment/validate", {"example_id": example.pk, "label": "correct"})
+    assert Validation.objects.count() == 0
+
+
+def test_validate_query_counts_are_fixed(client, setup, people, django_assert_max_num_queries):
+    task, context = setup
+    for _ in range(30):
+        make_example(task, context, people["writer"], model_wrong=True)
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    validate(example, people["b"], "correct")
+    client.force_login(people["a"])
+    client.get("/tasks/sentiment/validate")
+    with django_assert_max_num_queries(7):
+        response = client.get("/tasks/sentiment/validate")
+    next_id = response.context["example"].pk
+    with django_assert_max_num_queries(17):
+        client.post("/tasks/sentiment/validate", {"example_id": next_id, "label": "correct"})
+
+
+# -- the owners' review queue ----------
+def test_review_queue_filters_by_flags_and_disagreement(setup, people, owner):
+    task, context = setup
+    flagged = make_example(task, context, people["writer"], model_wrong=True)
+    disputed = make_example(task, context, people["writer"], model_wrong=True)
+    quiet = make_example(task, context, people["writer"], model_wrong=True)
+    validate(flagged, people["a"], "flagged")
+    validate(flagged, people["b"], "flagged")
+    validate(disputed, people["a"], "correct")
+    validate(disputed, people["b"], "incorrect")
+    assert [e.pk for e in selectors.review_queue(task, min_flags=2)] == [flagged.pk]
+    assert [e.pk for e in selectors.review_queue(task, disagreement=True)] == [disputed.pk]
+    assert {e.pk for e in selectors.review_queue(task)} == {flagged.pk, disputed.pk, quiet.pk}
+
+
+def test_review_page_is_for_owners_and_their_verdict_is_final(client, setup, people, owner):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    validate(example, people["a"], "flagged")
+    client.force_login(people["a"])
+    assert client.get("/tasks/sentiment/review").status_code == 403
+    client.force_login(owner)
+    html = client.get("/tasks/sentiment/review?min_flags=1").content.decode()
+    assert f'data-example-id="{example.pk}"' in html
+    response = client.post(f"/tasks/sentiment/review/{example.pk}", {"label": "correct"})
+    assert response.status_code == 302
+    example.refresh_from_db()
+    assert example.validation_state == ValidationState.CORRECT and example.settled_by_owner
