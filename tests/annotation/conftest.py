@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 
@@ -12,15 +14,41 @@ from rq.worker import SimpleWorker
 
 from annotation.actors import Actor
 from models_hub import services as hub_services
-from models_hub.server import make_server
+from models_hub.server import ModelServer
 from tests.factories import ContextFactory, TaskFactory, UserFactory
+
+
+class ClosableModelServer(ModelServer):
+    """A ModelServer whose ``close_connections()`` also drops kept-alive client connections.
+
+    Stopping a server only closes its listening socket; the client's pooled keep-alive
+    connections would go on being served by their threads. A "model down" test must cut them.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.open_sockets: set[socket.socket] = set()
+
+    def get_request(self):
+        request, address = super().get_request()
+        self.open_sockets.add(request)
+        return request, address
+
+    def close_connections(self) -> None:
+        for sock in list(self.open_sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
+        self.open_sockets.clear()
 
 
 class ServerHandle:
     """A model server on a free loopback port, started in a thread."""
 
     def __init__(self, handler):
-        self.server = make_server(handler, "127.0.0.1", 0)
+        handler = handler() if isinstance(handler, type) else handler
+        self.server = ClosableModelServer(("127.0.0.1", 0), handler)
         self.thread = self.server.start_in_thread()
         self.url = self.server.url
         self.running = True
@@ -29,6 +57,7 @@ class ServerHandle:
         if self.running:
             self.server.shutdown()
             self.server.server_close()
+            self.server.close_connections()
             self.running = False
 
 
