@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
 from django.views import View
 
-from annotation.export import example_export_lines
+from annotation.export import batched_lines, example_export_lines
 from annotation.stats import round_by_number
 from tasks.errors import NotFound, ServiceError
 from tasks.permissions import can_export_examples
@@ -28,7 +28,8 @@ class TaskExportView(View):
             return HttpResponseBadRequest(error.message)
         name = f"{task.code}-round-{round_.number}" if round_ else f"{task.code}-all-rounds"
         response = StreamingHttpResponse(
-            example_export_lines(task, round_), content_type="application/x-ndjson; charset=utf-8"
+            batched_lines(example_export_lines(task, round_)),
+            content_type="application/x-ndjson; charset=utf-8",
         )
         response["Content-Disposition"] = f'attachment; filename="{name}.jsonl"'
         response["Cache-Control"] = "no-store"
