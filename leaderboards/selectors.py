@@ -9,13 +9,15 @@ and builds rows for the requested page only.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Q
+from django.core.cache import cache
+from django.db.models import Count, Max, Q
 
 from leaderboards.models import (
     AccessType,
@@ -61,6 +63,9 @@ __all__ = [
     "parse_leaderboard_query",
 ]
 
+DEFAULT_CACHE_SECONDS = 300
+# Bump when the cached table's shape changes, so old entries are never read back.
+CACHE_FORMAT = 1
 SCORE_FIELDS = (
     "model_id",
     "dataset_id",
@@ -134,12 +139,82 @@ def leaderboard_table(
     Everyone sees published models; a user also sees their own; the task's owners see
     every model and the hidden datasets. Someone else's anonymous model is shown as
     "Anonymous". Pass ``datasets`` (from ``leaderboard_datasets``) to save a query.
-    Queries: datasets (unless passed), models, scores.
+
+    Queries: datasets (unless passed), the data version, then models and scores unless
+    the same page of the same data was computed recently (see ``cache_seconds``): the
+    Dynascore of 1,000 models costs tens of milliseconds of Python, a cached page none.
     """
     user = user if user is not None else AnonymousUser()
     if datasets is None:
         datasets = leaderboard_datasets(task, user)
     manages = can_manage_task(user, task)
+    seconds = cache_seconds()
+    key = None
+    if seconds > 0:
+        key = _cache_key(task, user, manages, datasets, weights, sort, page, page_size)
+        cached = cache.get(key)
+        if cached is not None:
+            return replace(cached, messages=tuple(messages) + cached.messages)
+    table = _compute_table(task, user, manages, datasets, weights, sort, page, page_size)
+    if key is not None:
+        cache.set(key, table, seconds)
+    return replace(table, messages=tuple(messages) + table.messages)
+
+
+def cache_seconds() -> int:
+    """Return how long a computed page is reused (``LEADERBOARD_CACHE_SECONDS``, default 300).
+
+    A cached page is keyed by the data version (``_data_version``), so new or changed
+    scores and models show at once; the time limit only bounds what a version cannot
+    see (a renamed user, a raw ``.update()`` that skips ``updated_at``). 0 turns it off.
+    """
+    return int(getattr(settings, "LEADERBOARD_CACHE_SECONDS", DEFAULT_CACHE_SECONDS))
+
+
+def _data_version(task: Task) -> tuple[str, ...]:
+    """Return the counts and last changes of the task's models and scores (one query)."""
+    row = Model.objects.filter(task=task).aggregate(
+        model_count=Count("pk", distinct=True),
+        model_changed=Max("updated_at"),
+        score_count=Count("scores", distinct=True),
+        score_changed=Max("scores__updated_at"),
+    )
+    names = ("model_count", "model_changed", "score_count", "score_changed")
+    return tuple(str(row[name]) for name in names)
+
+
+def _cache_key(task, user, manages, datasets, weights, sort, page, page_size) -> str:
+    # Who is looking decides which models, datasets and names appear.
+    if manages:
+        scope = "owners"
+    elif user.is_authenticated:
+        scope = f"user:{user.pk}"
+    else:
+        scope = "public"
+    signature = repr(
+        (
+            CACHE_FORMAT,
+            task.pk,
+            task.current_config_id,
+            scope,
+            [
+                (d.pk, d.slug, d.name, str(d.access_type), d.weight, d.round_id, str(d.updated_at))
+                for d in datasets
+            ],
+            sorted(weights.metrics.items()),
+            sorted(weights.datasets.items()),
+            sort,
+            page,
+            page_size,
+            instance_memory_gb(),
+            _data_version(task),
+        )
+    )
+    return "leaderboard:" + hashlib.sha256(signature.encode()).hexdigest()
+
+
+def _compute_table(task, user, manages, datasets, weights, sort, page, page_size):
+    """Load the models and scores (two queries) and build the page."""
     config = task.config
     metric_specs = config.metrics() if config is not None else ()
 
@@ -208,7 +283,6 @@ def leaderboard_table(
         page=page,
         page_size=page_size,
         instance_memory_gb=instance_memory_gb(),
-        messages=tuple(messages),
     )
 
 

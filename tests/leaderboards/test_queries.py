@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 
+from leaderboards.models import Score
 from tests.factories import DatasetFactory, UserFactory
-from tests.leaderboards.test_selectors import make_models
+from tests.leaderboards.test_selectors import MAIN, make_models, table_for
 
-# Anonymous visitor. Page: task, task owners (prefetch), datasets, models, scores, forks,
-# snapshots. JSON: the same without forks and snapshots.
-PAGE_QUERIES = 7
-JSON_QUERIES = 5
-# The htmx refresh of the table needs no forks or snapshots either.
-PARTIAL_QUERIES = 5
+# Anonymous visitor, nothing cached. Page: task, task owners (prefetch), datasets, data
+# version, models, scores, forks, snapshots. JSON and the htmx table: no forks, snapshots.
+PAGE_QUERIES = 8
+JSON_QUERIES = 6
+PARTIAL_QUERIES = 6
+# The same page of the same data again: models and scores come from the cache.
+CACHED_SAVING = 2
 # A signed-in visitor adds the session and the user.
 SIGNED_IN_EXTRA = 2
+QUERY = f"?w_{MAIN}=2&sort=-latency_p95_ms&page=1&page_size=50"
 
 
 def board_with(task, count):
@@ -33,17 +37,18 @@ def board_with(task, count):
 @pytest.mark.parametrize("count", [5, 200])
 def test_page_and_json_queries_are_constant(client, task, count, django_assert_num_queries):
     board_with(task, count)
-    page = reverse("leaderboards:task", args=[task.code])
-    data = reverse("leaderboards:task_json", args=[task.code])
-    query = "?w_macro_f1=2&sort=-latency_p95_ms&page=1&page_size=50"
-    with django_assert_num_queries(PAGE_QUERIES):
-        assert client.get(page + query).status_code == 200
-    with django_assert_num_queries(PARTIAL_QUERIES):
-        assert client.get(page + query, HTTP_HX_REQUEST="true").status_code == 200
-    with django_assert_num_queries(JSON_QUERIES):
-        assert client.get(data + query).status_code == 200
-    with django_assert_num_queries(JSON_QUERIES):
-        assert client.get(reverse("leaderboards:task_csv", args=[task.code])).status_code == 200
+    page = reverse("leaderboards:task", args=[task.code]) + QUERY
+    data = reverse("leaderboards:task_json", args=[task.code]) + QUERY
+    for url, expected, headers in (
+        (page, PAGE_QUERIES, {}),
+        (page, PARTIAL_QUERIES, {"HTTP_HX_REQUEST": "true"}),
+        (data, JSON_QUERIES, {}),
+    ):
+        cache.clear()
+        with django_assert_num_queries(expected):
+            assert client.get(url, **headers).status_code == 200
+        with django_assert_num_queries(expected - CACHED_SAVING):
+            assert client.get(url, **headers).status_code == 200
 
 
 @pytest.mark.django_db
@@ -52,10 +57,43 @@ def test_signed_in_owner_queries_are_constant(
     client, task, owner, count, django_assert_num_queries
 ):
     board_with(task, count)
+    cache.clear()
     client.force_login(owner)
-    page = reverse("leaderboards:task", args=[task.code])
     with django_assert_num_queries(PAGE_QUERIES + SIGNED_IN_EXTRA):
-        assert client.get(page).status_code == 200
+        assert client.get(reverse("leaderboards:task", args=[task.code])).status_code == 200
     client.force_login(UserFactory())
     with django_assert_num_queries(JSON_QUERIES + SIGNED_IN_EXTRA):
         assert client.get(reverse("leaderboards:task_json", args=[task.code])).status_code == 200
+
+
+@pytest.mark.django_db
+def test_uncached_queries_match(client, task, settings, django_assert_num_queries):
+    settings.LEADERBOARD_CACHE_SECONDS = 0
+    board_with(task, 20)
+    page = reverse("leaderboards:task", args=[task.code]) + QUERY
+    for _ in range(2):
+        # Without the cache there is no data-version query either.
+        with django_assert_num_queries(PAGE_QUERIES - 1):
+            assert client.get(page).status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_changed_score_shows_at_once_despite_the_cache(task):
+    board_with(task, 5)
+    before = table_for(task)
+    assert table_for(task).rows == before.rows  # served from the cache
+    score = Score.objects.filter(model_id=before.rows[-1].model_id).first()
+    score.metrics = {**score.metrics, MAIN: 1000.0}
+    score.main_value = 1000.0
+    score.save()
+    after = table_for(task)
+    assert after.rows[0].model_id == before.rows[-1].model_id
+
+
+@pytest.mark.django_db
+def test_cached_pages_keep_viewers_apart(task, owner):
+    board_with(task, 3)
+    public = table_for(task)
+    as_owner = table_for(task, user=owner)
+    assert len(as_owner.rows) == len(public.rows) + 2
+    assert len(table_for(task).rows) == len(public.rows)
