@@ -13,6 +13,8 @@ class ModelEndpointSerializer(serializers.ModelSerializer):
     """Endpoint settings: shown to the model's owner and the task's owners only."""
 
     has_token = serializers.BooleanField(read_only=True)
+    # Plain strings: a blank URL is not a "uri" (the schema would say so).
+    endpoint_url = serializers.CharField(read_only=True)
 
     class Meta:
         model = Model
@@ -34,6 +36,7 @@ class ModelSerializer(serializers.ModelSerializer):
     owner = serializers.SerializerMethodField()
     endpoint = serializers.SerializerMethodField()
     can_edit = serializers.SerializerMethodField()
+    source_url = serializers.CharField(read_only=True)
 
     class Meta:
         model = Model
