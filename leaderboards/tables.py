@@ -526,7 +526,8 @@ def _positive_int(raw: Any, *, default: int, maximum: int) -> int | None:
     if raw is None or raw == "":
         return default
     text = str(raw).strip()
-    if not text.isdigit() or len(text) > 9:
+    # isascii: str.isdigit accepts "²", which int() refuses.
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
         return None
     number = int(text)
     return number if 1 <= number <= maximum else None

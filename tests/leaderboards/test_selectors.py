@@ -146,6 +146,7 @@ def test_parse_defaults_come_from_the_config_and_dataset_weights(task, two_datas
         "page=99999999999999999999",
         "page_size=0",
         "page_size=100000",
+        "page=%C2%B2",
     ],
 )
 def test_parse_bad_values_fall_back_with_a_message(task, two_datasets, query):

@@ -89,6 +89,8 @@ def test_json_and_csv_equal_the_page_table(client, board):
         "page=3&page=x&sort=name&sort=-dynascore",
         "w_macro_f1[]=1&__proto__=1",
         "d_alpha=" + "9" * 5000,
+        "page=%C2%B2&page_size=%EF%BC%91",
+        "w_macro_f1=1_0&d_beta=0x10&sort=%F0%9F%98%80",
     ],
 )
 def test_hostile_params_never_500(client, board, query):
