@@ -133,7 +133,9 @@ class EvaluationRun(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["model", "dataset", "-created_at"], name="run_model_dataset")]
+        indexes = [
+            models.Index(fields=["model", "dataset", "-created_at"], name="run_model_dataset")
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.status})"
@@ -215,7 +217,9 @@ class Score(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["model", "dataset"], name="one_score_per_model_dataset"),
+            models.UniqueConstraint(
+                fields=["model", "dataset"], name="one_score_per_model_dataset"
+            ),
         ]
         indexes = [models.Index(fields=["dataset", "main_value"], name="score_dataset_main")]
 

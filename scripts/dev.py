@@ -278,7 +278,11 @@ def main() -> None:
     run_parser.add_argument("--no-shared-data", action="store_true")
     test_parser = sub.add_parser("test", help="install and run ruff, migrations check, pytest")
     test_parser.add_argument("pytest_args", nargs=argparse.REMAINDER)
-    options = parser.parse_args()
+    # Everything after "test" goes to pytest untouched (argparse would eat "-k", "-q"...).
+    if len(sys.argv) > 1 and sys.argv[1] == "test":
+        options = argparse.Namespace(command="test", pytest_args=sys.argv[2:])
+    else:
+        options = parser.parse_args()
     if options.command == "run":
         command_run(options)
     else:

@@ -1,4 +1,4 @@
-"""The Dynabench example configs used by the task-config tests (../shared/task_configs/dynabench)."""
+"""The Dynabench example configs used by the config tests (../shared/task_configs/dynabench)."""
 
 from __future__ import annotations
 
