@@ -175,11 +175,11 @@ def campaign_record_time(actor: Actor | None, milliseconds: int) -> None:
     The time goes on the newest example (create campaigns, users) or validation (validate
     campaigns, users) that has no time yet, and into the worker's cached time. If the
     service already stored ``time_spent_ms`` when creating the row, this is a no-op, so the
-    time is never counted twice. Values are capped at one hour.
+    time is never counted twice. Values are capped at one hour; zero or less is ignored.
     """
-    if actor is None or not actor.is_authenticated:
+    if actor is None or not actor.is_authenticated or not milliseconds or milliseconds <= 0:
         return
-    milliseconds = max(0, min(int(milliseconds), MAX_RECORDED_MS))
+    milliseconds = min(int(milliseconds), MAX_RECORDED_MS)
     owner = actor.filter_kwargs()
     candidates = []
     kind = actor.campaign.kind if actor.is_campaign else None
