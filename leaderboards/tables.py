@@ -609,13 +609,9 @@ def build_leaderboard_table(
     error_code: str | None = None
     averages: dict[str, dict[str, float | None]] = {}
     try:
-        averages = average_over_datasets(
-            {
-                key: {slug: values for slug, values in row.items() if slug in dataset_weights}
-                for key, row in per_dataset.items()
-            },
-            dataset_weights,
-        )
+        # Datasets missing from ``dataset_weights`` (standard, hidden) are ignored by
+        # ``average_over_datasets``, so the per-dataset table is passed as it is.
+        averages = average_over_datasets(per_dataset, dataset_weights)
     except DynascoreError as problem:
         error, error_code = problem.message, problem.code
 
