@@ -1,0 +1,392 @@
+"""The expected outcome of every URL for every role.
+
+Columns, in ``ROLES`` order::
+
+    anonymous, campaign, worker, other_owner, staff, owner, superuser
+
+``world.task`` is public and active; ``owner`` owns it, ``other_owner`` owns another task,
+``worker`` wrote ``world.example``; ``campaign`` is a crowd worker of its create campaign.
+Outcomes: a status code, ``"login"`` (redirected to a login page), ``"302"`` (another redirect).
+"""
+
+from __future__ import annotations
+
+import os
+
+from tests.security.probe import Check
+from tests.security.urlwalk import Route
+from tests.security.world import ROLES
+
+L = "login"
+R = "302"
+
+
+def row(*outcomes, method: str = "GET", **options) -> Check:
+    assert len(outcomes) == len(ROLES), outcomes
+    return Check(expect=dict(zip(ROLES, outcomes, strict=True)), method=method, **options)
+
+
+def everyone(outcome, **options) -> Check:
+    return row(*([outcome] * len(ROLES)), **options)
+
+
+def _example_data(world) -> dict:
+    return {"context_id": world.context.pk, "statement": "A fine day.", "label": "positive"}
+
+
+def _example_pk(world) -> dict:
+    return {"pk": world.example.pk}
+
+
+def _example_code_pk(world) -> dict:
+    return {"code": world.task.code, "pk": world.example.pk}
+
+
+def _validate_data(world) -> dict:
+    return {"example_id": world.example.pk, "label": "correct"}
+
+
+# --- named routes ---------------------------------------------------------------------------
+P = "POST"
+MATRIX: dict[str, Check] = {
+    # accounts
+    "login": everyone(200),
+    "logout": everyone(R, method=P),
+    "password_change": row(L, L, 200, 200, 200, 200, 200),
+    "password_change_done": row(L, L, 200, 200, 200, 200, 200),
+    "password_reset": everyone(200),
+    "password_reset_done": everyone(200),
+    "password_reset_confirm": everyone(200),
+    "password_reset_complete": everyone(200),
+    "api_tokens": row(L, L, 200, 200, 200, 200, 200),
+    # tasks
+    "tasks:home": everyone(200),
+    "tasks:leaderboards": everyone(200),
+    "tasks:detail": everyone(200),
+    "tasks:propose": row(L, L, 200, 200, 200, 200, 200),
+    "tasks:profile": row(L, L, 200, 200, 200, 200, 200),
+    # models hub
+    "models_hub:detail": everyone(200),
+    "models_hub:edit": row(L, L, 403, 403, 403, 200, 200),
+    "models_hub:loop": row(L, L, 403, 403, 403, 200, 200),
+    "models_hub:register": row(L, L, 200, 200, 200, 200, 200),
+    # annotation: create, validate, one example
+    "annotation:create": row(L, 200, 200, 200, 200, 200, 200),
+    "annotation:validate": row(L, 403, 200, 200, 200, 200, 200),
+    "annotation:example": row(L, 404, 200, 404, 404, 200, 200),
+    "annotation:example_status": row(L, 404, 200, 404, 404, 200, 200),
+    # Only the writer acts on an example; owners see it but cannot act for the writer.
+    "annotation:example_flag": row(L, 404, R, 404, 404, R, R, method=P),
+    "annotation:example_metadata": row(L, 404, R, 404, 404, R, R, method=P),
+    "annotation:example_retract": row(L, 404, R, 404, 404, R, R, method=P),
+    "annotation:example_retry": row(L, 404, R, 404, 404, R, R, method=P),
+    "annotation:example_verdict": row(L, 404, R, 404, 404, R, R, method=P),
+    "annotation:review": row(L, 403, 403, 403, 403, 200, 200),
+    "annotation:review_submit": row(
+        L, 403, 403, 403, 403, R, R, method=P, data=lambda w: {"label": "correct"}
+    ),
+    # A sandbox job id is a random UUID, unguessable; an unknown one is "expired".
+    "annotation:sandbox_status": row(L, 200, 200, 200, 200, 200, 200),
+    # stats, campaigns, export
+    "annotation:stats": everyone(200),
+    "annotation:workers": everyone(200),
+    "annotation:export": row(403, 403, 403, 403, 403, 200, 200),
+    "annotation:campaigns": row(403, 403, 403, 403, 403, 200, 200),
+    "annotation:campaign_csv": row(403, 403, 403, 403, 403, 200, 200),
+    "annotation:campaign_toggle": row(403, 403, 403, 403, 403, R, R, method=P),
+    "annotation:campaign_done": row(403, 200, 403, 403, 403, 403, 403),
+    "annotation:campaign_enter": everyone(
+        R,
+        path=lambda w: __import__("annotation.campaigns", fromlist=["x"]).campaign_link_path(
+            w.campaign
+        )
+        + "matrix-visitor",
+    ),
+    # leaderboards
+    "leaderboards:task": everyone(200),
+    "leaderboards:task_csv": everyone(200),
+    "leaderboards:task_json": everyone(200),
+    "leaderboards:fork": everyone(200),
+    # Refusals redirect back to the board with a message: the effect check is what counts.
+    "leaderboards:fork_create": everyone(
+        R,
+        method=P,
+        data=lambda w: {"name": "A fork", "w_macro_f1": "2"},
+        effect=lambda w: w.task.forks.count(),
+        allowed=("worker", "other_owner", "staff", "owner", "superuser"),
+    ),
+    "leaderboards:snapshot": everyone(200),
+    "leaderboards:snapshot_create": everyone(
+        R,
+        method=P,
+        data=lambda w: {"name": "Snap"},
+        effect=lambda w: w.task.snapshots.count(),
+        allowed=("owner", "superuser"),
+    ),
+    "leaderboards:model": everyone(200),
+    "leaderboards:dataset_list": everyone(200),
+    "leaderboards:dataset_detail": everyone(200),
+    "leaderboards:dataset_upload": row(L, L, 403, 403, 403, 200, 200),
+    "leaderboards:dataset_perturb": row(L, L, 403, 403, 403, R, R, method=P),
+    "leaderboards:run_detail": everyone(200),
+    "leaderboards:run_progress": everyone(200),
+    "leaderboards:run_retry": row(L, L, 403, 403, 403, R, R, method=P),
+    "leaderboards:model_runs_progress": everyone(200),
+    "leaderboards:predictions_upload": row(L, L, 403, 403, 403, 200, 200),
+    # REST API (session auth here; token auth is tested in tests/api)
+    "api-docs": everyone(200),
+    "api-schema": everyone(200),
+    "<^api/>": everyone(404, path=lambda w: "/api/v1/no-such-endpoint/"),
+    "api:task-list": everyone(200),
+    "api:task-detail": everyone(200),
+    "api:round-list": everyone(200),
+    "api:round-loop": row(401, 401, 403, 403, 403, 200, 200),
+    "api:context-sample": row(401, 401, 200, 200, 200, 200, 200),
+    # Uploads are multipart: a JSON body is refused (415) once the caller may upload at all.
+    "api:context-upload": row(401, 401, 403, 403, 403, 415, 415, method=P),
+    "api:model-list": everyone(200),
+    "api:model-detail": everyone(200),
+    "api:model-publish": row(
+        401,
+        401,
+        403,
+        403,
+        403,
+        200,
+        200,
+        method=P,
+        data=lambda w: {"published": True},
+        kwargs=lambda w: {"pk": w.model.pk},
+    ),
+    "api:model-rounds": row(
+        401, 401, 403, 403, 403, 200, 200, method="PUT", data=lambda w: {"rounds": []}
+    ),
+    "api:model-runs": everyone(200),
+    "api:model-scores": everyone(200),
+    "api:model-predictions": row(401, 401, 403, 403, 403, 415, 415, method=P),
+    "api:run-detail": everyone(200),
+    # The run is done: nothing to retry (400) once the caller may retry at all.
+    "api:run-retry": row(401, 401, 403, 403, 403, 400, 400, method=P),
+    "api:dataset-list": everyone(200),
+    "api:dataset-detail": everyone(200),
+    # The scoring dataset's inputs are public; its gold is not (see test_gold_leakage).
+    "api:dataset-examples": everyone(200),
+    "api:leaderboard": everyone(200),
+    "api:fork-list": everyone(200),
+    "api:fork-detail": everyone(200),
+    "api:snapshot-list": everyone(200),
+    "api:snapshot-detail": everyone(200),
+    "api:example-list": row(401, 401, 200, 200, 200, 200, 200),
+    "api:example-detail": row(401, 401, 200, 404, 404, 200, 200, kwargs=_example_pk),
+    # Only the writer acts on an example; owners see it (403), others do not (404).
+    "api:example-flag": row(401, 401, 200, 404, 404, 403, 403, method=P, kwargs=_example_pk),
+    "api:example-retract": row(401, 401, 200, 404, 404, 403, 403, method=P, kwargs=_example_pk),
+    "api:example-retry": row(401, 401, 409, 404, 404, 403, 403, method=P, kwargs=_example_pk),
+    "api:example-verdict": row(
+        401,
+        401,
+        409,
+        404,
+        404,
+        403,
+        403,
+        method=P,
+        kwargs=_example_pk,
+        data=lambda w: {"model_wrong": True},
+    ),
+    "api:export": row(401, 401, 403, 403, 403, 200, 200),
+    # The writer may not validate their own example; the third matching verdict settles it.
+    "api:validation-create": row(401, 401, 403, 201, 201, 201, 409, method=P, data=_validate_data),
+    "api:validation-next": row(401, 401, 200, 200, 200, 200, 200),
+    # the admin's own pages
+    "admin:index": row(L, L, L, 200, 200, 200, 200),
+    "admin:login": row(200, 200, 200, R, R, R, R),
+    "admin:logout": everyone(R, method=P),
+    "admin:password_change": row(L, L, L, 200, 200, 200, 200),
+    "admin:password_change_done": row(L, L, L, 200, 200, 200, 200),
+    "admin:jsi18n": row(L, L, L, 200, 200, 200, 200),
+    "admin:autocomplete": row(L, L, L, 403, 403, 403, 403),
+    "admin:app_list": row(L, L, L, 200, 404, 200, 200, kwargs=lambda w: {"app_label": "tasks"}),
+    "admin:<admin/(?P<url>.*)$>": row(L, L, L, 404, 404, 404, 404, path=lambda w: "/admin/nope/"),
+    "admin:<object redirect>": row(
+        L, L, L, R, R, R, R, path=lambda w: f"/admin/tasks/task/{w.task.pk}/"
+    ),
+    "admin:view_on_site": row(
+        L, L, L, 404, 404, 404, 404, kwargs=lambda w: {"content_type_id": 0, "object_id": 0}
+    ),
+    "admin:auth_user_password_change": row(L, L, L, 403, 403, 403, 200),
+    "admin:tasks_task_open_round": row(L, L, L, 403, 403, 200, 200),
+    "admin:tasks_task_upload_contexts": row(L, L, L, 403, 403, 200, 200),
+    "admin:tasks_taskproposal_decide": row(L, L, L, 403, 403, 403, 200),
+    "admin:annotation_form_preview": row(L, L, L, 403, 403, 200, 200),
+    "admin:leaderboards_dataset_upload": row(L, L, L, 403, 403, 200, 200),
+}
+
+# --- admin ----------------------------------------------------------------------------------
+# Every ModelAdmin falls in one family; the family gives the outcome of its five views.
+# "object" is an object of world.task (or the world's own object) for history/delete/change.
+ADMIN_FAMILIES: dict[str, dict[str, tuple]] = {
+    # Rows of owned tasks: owners see and change their own, only superusers add or delete.
+    "owned_superuser_adds": {
+        "changelist": (L, L, L, 200, 403, 200, 200),
+        "add": (L, L, L, 403, 403, 403, 200),
+        "change": (L, L, L, R, 403, 200, 200),
+        "history": (L, L, L, R, R, 200, 200),
+        "delete": (L, L, L, 403, 403, 403, 200),
+    },
+    # Owners may also add (for their own tasks: the form limits the task choices).
+    "owned_owner_adds": {
+        "changelist": (L, L, L, 200, 403, 200, 200),
+        "add": (L, L, L, 200, 403, 200, 200),
+        "change": (L, L, L, R, 403, 200, 200),
+        "history": (L, L, L, R, R, 200, 200),
+        "delete": (L, L, L, 403, 403, 403, 200),
+    },
+    # Rows made by the site (examples, stats, contexts): never added in the admin.
+    "owned_no_add": {
+        "changelist": (L, L, L, 200, 403, 200, 200),
+        "add": (L, L, L, 403, 403, 403, 403),
+        "change": (L, L, L, R, 403, 200, 200),
+        "history": (L, L, L, R, R, 200, 200),
+        "delete": (L, L, L, 403, 403, 403, 200),
+    },
+    # Cached counters: owners read them, nobody writes them by hand.
+    "owned_readonly": {
+        "changelist": (L, L, L, 200, 403, 200, 200),
+        "add": (L, L, L, 403, 403, 403, 403),
+        "change": (L, L, L, R, 403, 200, 200),
+        "history": (L, L, L, R, R, 200, 200),
+        "delete": (L, L, L, 403, 403, 403, 403),
+    },
+    # Proposals come from the site's form; superusers decide them in the admin.
+    "superuser_no_add": {
+        "changelist": (L, L, L, 403, 403, 403, 200),
+        "add": (L, L, L, 403, 403, 403, 403),
+        "change": (L, L, L, 403, 403, 403, 200),
+        "history": (L, L, L, 403, 403, 403, 200),
+        "delete": (L, L, L, 403, 403, 403, 200),
+    },
+    # Accounts, groups, tokens, proposals: superusers only.
+    "superuser_only": {
+        "changelist": (L, L, L, 403, 403, 403, 200),
+        "add": (L, L, L, 403, 403, 403, 200),
+        "change": (L, L, L, 403, 403, 403, 200),
+        "history": (L, L, L, 403, 403, 403, 200),
+        "delete": (L, L, L, 403, 403, 403, 200),
+    },
+    # Logs (axes) and the RQ dashboard: superusers read, nobody adds.
+    "superuser_readonly": {
+        "changelist": (L, L, L, 403, 403, 403, 200),
+        "add": (L, L, L, 403, 403, 403, 403),
+        "change": (L, L, L, 403, 403, 403, 200),
+        "history": (L, L, L, 403, 403, 403, 200),
+        "delete": (L, L, L, 403, 403, 403, 200),
+    },
+}
+
+
+def _stats_row(world, model_name: str):
+    from django.apps import apps
+
+    model = apps.get_model("annotation", model_name)
+    if model_name == "roundstats":
+        return model.objects.get_or_create(round=world.round)[0]
+    return model.objects.get_or_create(
+        task=world.task, round=world.round, user=world.users["worker"]
+    )[0]
+
+
+def _axes_row(model_name: str):
+    def get(world):
+        from django.apps import apps
+
+        model = apps.get_model("axes", model_name)
+        fields = {"username": "sec", "ip_address": "127.0.0.1", "user_agent": "t"}
+        if model_name == "accessattempt":
+            fields.update(get_data="", post_data="", failures_since_start=1)
+        elif model_name == "accessfailurelog":
+            fields.update(locked_out=False)
+        return model.objects.create(**fields)
+
+    return get
+
+
+def _group(world):
+    from django.contrib.auth.models import Group
+
+    return Group.objects.get_or_create(name="sec-group")[0]
+
+
+def _token(world):
+    from rest_framework.authtoken.models import TokenProxy
+
+    from dynatask_site.api_auth import api_token_create
+
+    api_token_create(world.users["worker"])
+    return TokenProxy.objects.get(user=world.users["worker"])
+
+
+class _QueueObject:
+    pk = 0
+
+
+ADMIN_MODELS: dict[str, tuple[str, object]] = {
+    "tasks.task": ("owned_superuser_adds", lambda w: w.task),
+    "tasks.round": ("owned_superuser_adds", lambda w: w.round),
+    "tasks.context": ("owned_no_add", lambda w: w.context),
+    "tasks.taskproposal": ("superuser_no_add", lambda w: w.proposal),
+    "models_hub.model": ("owned_owner_adds", lambda w: w.model),
+    "annotation.example": ("owned_no_add", lambda w: w.example),
+    "annotation.campaign": ("owned_owner_adds", lambda w: w.campaign),
+    "annotation.roundstats": ("owned_readonly", lambda w: _stats_row(w, "roundstats")),
+    "annotation.workerstats": ("owned_readonly", lambda w: _stats_row(w, "workerstats")),
+    "leaderboards.dataset": ("owned_superuser_adds", lambda w: w.datasets["scoring"]),
+    "leaderboards.evaluationrun": ("owned_superuser_adds", lambda w: w.run),
+    "auth.user": ("superuser_only", lambda w: w.users["worker"]),
+    "auth.group": ("superuser_only", _group),
+    "authtoken.tokenproxy": ("superuser_only", _token),
+    "axes.accessattempt": ("superuser_readonly", _axes_row("accessattempt")),
+    "axes.accesslog": ("superuser_readonly", _axes_row("accesslog")),
+    "axes.accessfailurelog": ("superuser_readonly", _axes_row("accessfailurelog")),
+    "django_rq.queue": ("superuser_readonly", lambda w: _QueueObject()),
+}
+
+
+# Known defects of other modules: the test is expected to fail (strict), with the fix named.
+KNOWN_BUGS: dict[str, str] = {
+    "admin:django_rq_queue_changelist": (
+        "settings RQ_SHOW_ADMIN_LINK=True registers django_rq's Queue admin, whose changelist "
+        "reverses 'rq_home', but dynatask_site/urls.py does not include django_rq.urls: a 500 "
+        "for superusers. Fix: path('django-rq/', include('django_rq.urls')) in urls.py."
+    ),
+    "admin:leaderboards_dataset_upload": (
+        "leaderboards/admin.py:51 raises admin.sites.PermissionDenied, which does not exist: an "
+        "AttributeError (500) for staff who do not own the task. Fix: raise "
+        "django.core.exceptions.PermissionDenied."
+    ),
+    "admin:django_rq_queue_change": "same: the Queue model has no table (django_rq.urls missing)",
+    "admin:django_rq_queue_delete": "same: the Queue model has no table (django_rq.urls missing)",
+    "admin:django_rq_queue_history": "same: the Queue model has no table (django_rq.urls missing)",
+}
+
+
+def check_for(route: Route) -> Check | None:
+    """Return the matrix entry of ``route`` (admin model URLs through their family)."""
+    if route.key in MATRIX:
+        return MATRIX[route.key]
+    if route.admin_model and route.admin_model in ADMIN_MODELS:
+        family, obj = ADMIN_MODELS[route.admin_model]
+        view = route.key.rsplit("_", 1)[1]
+        outcomes = ADMIN_FAMILIES[family][view]
+        if os.environ.get("SECURITY_MATRIX_DUMP"):
+            outcomes = ("?",) * len(ROLES)
+        kwargs = None
+        if view in ("history", "delete", "change"):
+
+            def kwargs(world, obj=obj):
+                return {"object_id": obj(world).pk}
+
+        return row(*outcomes, kwargs=kwargs)
+    if os.environ.get("SECURITY_MATRIX_DUMP"):
+        return everyone("?")
+    return None

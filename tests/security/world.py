@@ -1,0 +1,223 @@
+"""A small platform for the security tests: one task with every kind of object, seven roles.
+
+Roles (``ROLES``, in the order the matrix lists them):
+
+- ``anonymous``: no session;
+- ``campaign``: a crowd worker who entered through the task's create-campaign link;
+- ``worker``: a signed-in user with no tasks (wrote ``world.example``);
+- ``other_owner``: a staff user who owns another task;
+- ``staff``: ``is_staff`` with no tasks and no permissions;
+- ``owner``: a staff owner of ``world.task``;
+- ``superuser``.
+
+Everything is created through the services where one exists, so the objects look like the
+ones the site makes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.test import Client
+
+from tests.factories import (
+    CampaignFactory,
+    ContextFactory,
+    ExampleFactory,
+    ModelFactory,
+    TaskFactory,
+    UserFactory,
+)
+
+ROLES = ("anonymous", "campaign", "worker", "other_owner", "staff", "owner", "superuser")
+
+# Marks placed in the gold fields of the datasets: they must never reach a non-owner.
+GOLD_MARK_HIDDEN = "goldmarkhiddenqz"
+GOLD_MARK_STANDARD = "goldmarkstandardqz"
+GOLD_MARK_SCORING = "goldmarkscoringqz"
+# Secrets that must never reach a page, a log line or an error.
+MODEL_TOKEN = "sk-live-TOKEN-never-shown-0123456789abcdef"
+
+
+@dataclass
+class World:
+    task: Any
+    other_task: Any
+    hidden_task: Any
+    users: dict[str, Any]
+    round: Any
+    context: Any
+    example: Any
+    campaign: Any
+    campaign_worker: Any = None
+    model: Any = None
+    model_with_token: Any = None
+    datasets: dict[str, Any] = field(default_factory=dict)
+    fork: Any = None
+    snapshot: Any = None
+    run: Any = None
+    proposal: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _import_dataset(task, owner, slug: str, access_type: str, mark: str):
+    """Import a two-line sentiment dataset whose inputs carry ``mark``."""
+    from leaderboards.services import dataset_import
+
+    lines = [
+        {"uid": f"{slug}-1", "statement": "The food was great.", "label": "positive"},
+        {"uid": f"{slug}-2", "statement": "The service was awful.", "label": "negative"},
+    ]
+    for line in lines:
+        line["context"] = f"Say something about {mark}."
+    stream = io.BytesIO("\n".join(json.dumps(line) for line in lines).encode())
+    return dataset_import(
+        task,
+        stream,
+        name=f"Dataset {slug}",
+        slug=slug,
+        filename=f"{slug}.jsonl",
+        access_type=access_type,
+        user=owner,
+        evaluate=False,
+    )
+
+
+def build_world(with_datasets: bool = True) -> World:
+    owner = UserFactory(username="sec-owner", is_staff=True)
+    other_owner = UserFactory(username="sec-other-owner", is_staff=True)
+    users = {
+        "worker": UserFactory(username="sec-worker"),
+        "other_owner": other_owner,
+        "staff": UserFactory(username="sec-staff", is_staff=True),
+        "owner": owner,
+        "superuser": UserFactory(username="sec-root", is_staff=True, is_superuser=True),
+    }
+    task = TaskFactory(code="sec", owners=[owner])
+    other_task = TaskFactory(code="sec-other", owners=[other_owner])
+    hidden_task = TaskFactory(code="sec-hidden", owners=[owner], hidden=True)
+    round_ = task.rounds.get(number=1)
+    context = ContextFactory(task=task, round=round_)
+    example = ExampleFactory(task=task, round=round_, context=context, user=users["worker"])
+    campaign = CampaignFactory(task=task, round=round_, created_by=owner, quota=50)
+    model = ModelFactory(task=task, owner=owner, name="sec-model")
+    model_with_token = ModelFactory(
+        task=task,
+        owner=owner,
+        name="sec-endpoint-model",
+        protocol="dynatask",
+        endpoint_url="http://127.0.0.1:9/",
+        auth_token=MODEL_TOKEN,
+        is_published=True,
+    )
+    world = World(
+        task=task,
+        other_task=other_task,
+        hidden_task=hidden_task,
+        users=users,
+        round=round_,
+        context=context,
+        example=example,
+        campaign=campaign,
+        model=model,
+        model_with_token=model_with_token,
+    )
+    if with_datasets:
+        _add_leaderboard_objects(world)
+    _add_proposal(world)
+    return world
+
+
+def _add_leaderboard_objects(world: World) -> None:
+    from leaderboards.models import (
+        EvaluationRun,
+        LeaderboardFork,
+        LeaderboardSnapshot,
+        RunStatus,
+        RunTrigger,
+        Score,
+    )
+
+    owner = world.users["owner"]
+    world.datasets = {
+        "scoring": _import_dataset(world.task, owner, "sec-scoring", "scoring", GOLD_MARK_SCORING),
+        "standard": _import_dataset(
+            world.task, owner, "sec-standard", "standard", GOLD_MARK_STANDARD
+        ),
+        "hidden": _import_dataset(world.task, owner, "sec-hidden", "hidden", GOLD_MARK_HIDDEN),
+    }
+    scoring = world.datasets["scoring"]
+    world.run = EvaluationRun.objects.create(
+        model=world.model,
+        dataset=scoring,
+        config_version=scoring.config_version,
+        status=RunStatus.DONE,
+        trigger=RunTrigger.RERUN,
+        total=2,
+        done=2,
+        requested_by=owner,
+    )
+    for dataset in world.datasets.values():
+        Score.objects.create(
+            model=world.model,
+            dataset=dataset,
+            run=world.run if dataset == scoring else None,
+            config_version=dataset.config_version,
+            metrics={"macro_f1": 0.5},
+            main_metric="macro_f1",
+            main_value=0.5,
+            example_count=2,
+        )
+    world.fork = LeaderboardFork.objects.create(
+        task=world.task,
+        name="Sec fork",
+        slug="sec-fork",
+        weights={"metrics": {"macro_f1": 1}, "datasets": {}},
+        created_by=world.users["worker"],
+    )
+    world.snapshot = LeaderboardSnapshot.objects.create(
+        task=world.task,
+        name="Sec snapshot",
+        weights={"metrics": {}, "datasets": {}},
+        table={"rows": []},
+        created_by=owner,
+    )
+
+
+def _add_proposal(world: World) -> None:
+    from tasks.models import TaskProposal
+
+    world.proposal = TaskProposal.objects.create(
+        proposer=world.users["worker"],
+        code="sec-proposed",
+        name="Proposed",
+        description="A proposed task.",
+    )
+
+
+def campaign_client(world: World, external_id: str = "sec-crowd-1", **client_kwargs) -> Client:
+    """A client whose session holds a campaign worker (entered through the signed link)."""
+    from annotation.campaigns import campaign_link_path
+    from annotation.models import CampaignWorker
+
+    client = Client(**client_kwargs)
+    response = client.get(campaign_link_path(world.campaign) + external_id)
+    assert response.status_code == 302, response.status_code
+    world.campaign_worker = CampaignWorker.objects.get(
+        campaign=world.campaign, external_id=external_id
+    )
+    return client
+
+
+def role_client(world: World, role: str, **client_kwargs) -> Client:
+    """A test client signed in as ``role``."""
+    if role == "anonymous":
+        return Client(**client_kwargs)
+    if role == "campaign":
+        return campaign_client(world, **client_kwargs)
+    client = Client(**client_kwargs)
+    client.force_login(world.users[role])
+    return client
