@@ -594,6 +594,22 @@ def round_agreement(round: Round) -> Agreement:
     )
 
 
+AGREEMENT_CACHE_SECONDS = 60
+
+
+def round_agreement_cached(round_id: int) -> Agreement:
+    """``round_agreement`` for pages: it reads every validation of the round, so cache it
+    for a minute (the default cache) instead of recomputing it on every view."""
+    from django.core.cache import cache
+
+    key = f"annotation:round_agreement:{round_id}"
+    agreement = cache.get(key)
+    if agreement is None:
+        agreement = round_agreement(round_id)
+        cache.set(key, agreement, AGREEMENT_CACHE_SECONDS)
+    return agreement
+
+
 def round_by_number(task: Task, value) -> Round | None:
     """Return the task's round numbered ``value`` (None for an empty value).
 

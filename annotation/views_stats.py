@@ -39,7 +39,7 @@ class TaskStatsView(_TaskPage):
         context = super().get_context_data(**kwargs)
         user = self.request.user
         rounds = [
-            {"summary": summary, "agreement": stats.round_agreement(summary.round_id)}
+            {"summary": summary, "agreement": stats.round_agreement_cached(summary.round_id)}
             for summary in stats.task_round_stats(self.task)
         ]
         is_owner = can_see_worker_stats(user, self.task)
