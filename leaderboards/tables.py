@@ -706,7 +706,7 @@ def build_leaderboard_table(
     descending = sort.startswith("-")
     keys = list(per_dataset)
     # Ranked (complete) models first, incomplete ones below; inside each group missing
-    # values go last whichever the direction, and the model name breaks ties.
+    # values go last whichever the direction, and the model id breaks ties (stable pages).
     keyed = []
     for key in keys:
         value = sort_value(key)
