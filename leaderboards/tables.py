@@ -265,10 +265,6 @@ class LeaderboardTable:
             "series": [series.as_dict() for series in self.trends],
         }
 
-    @property
-    def first_row_number(self) -> int:
-        return (self.page - 1) * self.page_size + 1
-
     def as_dict(self) -> dict[str, Any]:
         """Return the table as plain JSON types (the JSON export and the API body)."""
         return {

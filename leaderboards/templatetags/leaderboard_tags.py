@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from django import template
 
-from leaderboards.tables import DEFAULT_PAGE_SIZE, DEFAULT_SORT, LOWER
+from leaderboards.tables import DEFAULT_PAGE_SIZE, LOWER
 
 register = template.Library()
 
@@ -81,11 +81,6 @@ def cell(mapping, key):
 def arrow(direction: str) -> str:
     """Return ↑ for higher-is-better and ↓ for lower-is-better metrics."""
     return "↓" if direction == LOWER else "↑"
-
-
-@register.simple_tag
-def is_default_sort(table) -> bool:
-    return table.sort == DEFAULT_SORT
 
 
 @register.filter

@@ -222,3 +222,20 @@ def test_unpublished_model_page_is_404_for_others(client, task):
     assert client.get(url("model", model.pk)).status_code == 404
     assert client.get(url("model", 999999)).status_code == 404
     assert client.get(url("task", "no-such-task")).status_code == 404
+
+
+@pytest.mark.django_db
+def test_empty_board_and_hidden_task(client, task, owner):
+    html = client.get(url("task", task.code)).content.decode()
+    assert "No models on this leaderboard yet." in html
+    assert client.get(url("task_json", task.code)).json()["rows"] == []
+    ModelFactory(task=task, name="unscored")
+    DatasetFactory(task=task, slug="set")
+    data = client.get(url("task_json", task.code)).json()
+    assert data["rows"][0]["incomplete"] is True
+    assert data["messages"] == ["No model has a score on the scoring datasets yet."]
+    task.hidden = True
+    task.save()
+    assert client.get(url("task", task.code)).status_code == 404
+    client.force_login(owner)
+    assert client.get(url("task", task.code)).status_code == 200
