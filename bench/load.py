@@ -1,0 +1,329 @@
+#!/usr/bin/env python
+"""Load test: a crowd of simulated workers writes, reads and validates examples.
+
+    .venv/bin/python bench/load.py [--users 50] [--duration 60] [--gunicorn-threads 8] [--json]
+
+What runs, all on 127.0.0.1: a throwaway PostgreSQL database (created, migrated, dropped),
+gunicorn with 2 workers, 2 RQ ``SimpleWorker``s on the ``live`` queue (a Redis database of its
+own, flushed), and the demo sentiment model server. Each simulated worker signs in and then, in
+a loop until the time is up: opens the create page, submits an example, reads the verdict (and
+polls the status while the model is still answering), and every third round opens the validate
+page and validates the example offered.
+
+The report: requests/s, p50 and p95 per endpoint, errors (any non-2xx/3xx answer, exception or
+timeout; must be 0), and the acknowledged examples (a 200 answer naming the example's id)
+against the rows in the database (must be equal). Targets: at least 120 example submissions/s
+with the live model answering, at a p95 of at most 250 ms. Every loop is bounded by the
+deadline and a request timeout; the script stops its processes and drops its database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import requests  # noqa: E402
+
+from bench import harness  # noqa: E402
+
+CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+CONTEXT_ID = re.compile(r'name="context_id" value="(\d+)"')
+EXAMPLE_ID = re.compile(r"/examples/(\d+)/retract")
+STATUS = re.compile(r'id="example-status"[^>]*data-status="(\w+)"')
+VALIDATE_EXAMPLE = re.compile(r'name="example_id" value="(\d+)"')
+REQUEST_TIMEOUT = 10.0
+STATEMENTS = [
+    "I absolutely loved every minute of it.",
+    "Oh great, another Monday. Just what I needed.",
+    "The food was not bad at all, honestly.",
+    "It was fine, I guess, nothing special.",
+    "What a disaster of an evening that was.",
+]
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latencies: dict[str, list[float]] = defaultdict(list)
+        self.errors: dict[str, int] = defaultdict(int)
+        self.error_samples: list[str] = []
+        self.acknowledged: set[int] = set()
+        self.verdicts: dict[str, int] = defaultdict(int)
+        self.validations = 0
+
+    def record(self, name: str, milliseconds: float) -> None:
+        with self.lock:
+            self.latencies[name].append(milliseconds)
+
+    def error(self, name: str, detail: str) -> None:
+        with self.lock:
+            self.errors[name] += 1
+            if len(self.error_samples) < 10:
+                self.error_samples.append(f"{name}: {detail[:200]}")
+
+
+class Worker(threading.Thread):
+    """One simulated crowdworker with its own HTTP session."""
+
+    def __init__(self, index: int, base: str, code: str, stats: Stats, deadline: float):
+        super().__init__(daemon=True, name=f"sim-worker-{index}")
+        self.index = index
+        self.base = base
+        self.code = code
+        self.stats = stats
+        self.deadline = deadline
+        self.session = requests.Session()
+
+    def call(self, name: str, method: str, path: str, **kwargs) -> requests.Response | None:
+        started = time.perf_counter()
+        try:
+            response = self.session.request(
+                method, self.base + path, timeout=REQUEST_TIMEOUT, allow_redirects=False, **kwargs
+            )
+        except requests.RequestException as error:
+            self.stats.error(name, repr(error))
+            return None
+        self.stats.record(name, (time.perf_counter() - started) * 1000)
+        if response.status_code >= 400:
+            self.stats.error(name, f"HTTP {response.status_code}")
+            return None
+        return response
+
+    def csrf(self) -> str:
+        return self.session.cookies.get("csrftoken", "")
+
+    def login(self) -> bool:
+        page = self.call("login GET", "GET", "/accounts/login/")
+        if page is None:
+            return False
+        response = self.call(
+            "login POST",
+            "POST",
+            "/accounts/login/",
+            data={
+                "username": f"bench-worker-{self.index}",
+                "password": "bench-password",
+                "csrfmiddlewaretoken": self.csrf(),
+            },
+            headers={"Referer": self.base + "/accounts/login/"},
+        )
+        return response is not None and response.status_code == 302
+
+    def create_one(self, iteration: int) -> None:
+        page = self.call("create GET", "GET", f"/tasks/{self.code}/create?next=1")
+        if page is None:
+            return
+        context = CONTEXT_ID.search(page.text)
+        label = ("positive", "negative", "neutral")[iteration % 3]
+        data = {
+            "csrfmiddlewaretoken": self.csrf(),
+            "context_id": context.group(1) if context else "",
+            "statement": f"{STATEMENTS[iteration % len(STATEMENTS)]} ({self.index}-{iteration})",
+            "label": label,
+        }
+        path = f"/tasks/{self.code}/create"
+        response = self.call(
+            "create POST", "POST", path, data=data, headers={"Referer": self.base + path}
+        )
+        if response is None:
+            return
+        match = EXAMPLE_ID.search(response.text)
+        if response.status_code != 200 or match is None:
+            self.stats.error("create POST", f"no example id (HTTP {response.status_code})")
+            return
+        example_id = int(match.group(1))
+        with self.stats.lock:
+            self.stats.acknowledged.add(example_id)
+        status = STATUS.search(response.text)
+        state = status.group(1) if status else "?"
+        polls = 0
+        while state == "awaiting_model" and polls < 20 and time.monotonic() < self.deadline + 5:
+            polls += 1
+            response = self.call(
+                "status GET", "GET", f"/tasks/{self.code}/examples/{example_id}/status"
+            )
+            if response is None:
+                break
+            status = STATUS.search(response.text)
+            state = status.group(1) if status else "?"
+        with self.stats.lock:
+            self.stats.verdicts[state] += 1
+
+    def validate_one(self) -> None:
+        path = f"/tasks/{self.code}/validate"
+        page = self.call("validate GET", "GET", path)
+        if page is None:
+            return
+        match = VALIDATE_EXAMPLE.search(page.text)
+        if match is None:
+            return  # nothing to validate yet
+        response = self.call(
+            "validate POST",
+            "POST",
+            path,
+            data={
+                "csrfmiddlewaretoken": self.csrf(),
+                "example_id": match.group(1),
+                "label": "correct",
+            },
+            headers={"Referer": self.base + path},
+        )
+        if response is not None:
+            with self.stats.lock:
+                self.stats.validations += 1
+
+    def run(self) -> None:
+        if not self.login():
+            return
+        iteration = 0
+        while time.monotonic() < self.deadline:
+            self.create_one(iteration)
+            if iteration % 3 == 2 and time.monotonic() < self.deadline:
+                self.validate_one()
+            iteration += 1
+
+
+def count_examples(database_url: str, task_id: int) -> dict[str, int]:
+    import psycopg
+
+    with psycopg.connect(harness._conninfo(database_url)) as connection:
+        rows = connection.execute(
+            "SELECT status, count(*) FROM annotation_example WHERE task_id = %s GROUP BY status",
+            (task_id,),
+        ).fetchall()
+    return {status: count for status, count in rows}
+
+
+def summarise(stats: Stats, seconds: float) -> dict:
+    endpoints = {}
+    total = 0
+    for name, samples in sorted(stats.latencies.items()):
+        total += len(samples)
+        endpoints[name] = {
+            "count": len(samples),
+            "per_second": round(len(samples) / seconds, 1),
+            "p50_ms": harness.percentile(samples, 50),
+            "p95_ms": harness.percentile(samples, 95),
+        }
+    submit = endpoints.get("create POST", {})
+    return {
+        "requests_per_second": round(total / seconds, 1),
+        "requests": total,
+        "endpoints": endpoints,
+        "errors": sum(stats.errors.values()),
+        "errors_by_endpoint": dict(stats.errors),
+        "error_samples": stats.error_samples,
+        "submissions_per_second": submit.get("per_second", 0.0),
+        "submit_p95_ms": submit.get("p95_ms"),
+        "verdicts_seen": dict(stats.verdicts),
+        "validations": stats.validations,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--gunicorn-workers", type=int, default=2)
+    parser.add_argument("--gunicorn-threads", type=int, default=8)
+    parser.add_argument("--rq-workers", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help="print only the JSON report")
+    options = parser.parse_args()
+    log = (lambda *a: None) if options.json else (lambda *a: print(*a, file=sys.stderr))
+
+    redis_url = harness.redis_url_for_bench(13)
+    harness.flush_redis(redis_url)
+    database = harness.ThrowawayDatabase("dynatask_load")
+    processes = harness.Processes()
+    try:
+        env = harness.base_env(database.url, redis_url)
+        log(f"creating database {database.name}...")
+        database.create(env)
+        _model, model_port = harness.start_model_server(processes, env)
+        seeded = harness.seed_task(
+            env, "load", f"http://127.0.0.1:{model_port}/", users=options.users, settle=3
+        )
+        for _ in range(options.rq_workers):
+            harness.start_rq_worker(processes, env, ("live",))
+        _web, web_port = harness.start_gunicorn(
+            processes, env, options.gunicorn_workers, options.gunicorn_threads
+        )
+        base = f"http://127.0.0.1:{web_port}"
+        log(f"gunicorn on {base}, model on {model_port}; {options.users} users...")
+        stats = Stats()
+        started = time.monotonic()
+        deadline = started + options.duration
+        workers = [Worker(i, base, seeded["task"], stats, deadline) for i in range(options.users)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=max(1.0, deadline - time.monotonic() + 30))
+        seconds = time.monotonic() - started
+        # Let the live queue drain, then compare what was acknowledged with the table.
+        settle_deadline = time.monotonic() + 20
+        rows = count_examples(database.url, seeded["task_id"])
+        while rows.get("awaiting_model") and time.monotonic() < settle_deadline:
+            time.sleep(0.5)
+            rows = count_examples(database.url, seeded["task_id"])
+        report = summarise(stats, seconds)
+        db_rows = sum(rows.values())
+        report.update(
+            {
+                "users": options.users,
+                "duration_s": round(seconds, 1),
+                "gunicorn": f"{options.gunicorn_workers} workers x {options.gunicorn_threads} "
+                "threads",
+                "rq_live_workers": options.rq_workers,
+                "acknowledged_examples": len(stats.acknowledged),
+                "db_examples": db_rows,
+                "db_examples_by_status": rows,
+                "lost_examples": len(stats.acknowledged) - db_rows,
+                "targets": {
+                    "errors_zero": report["errors"] == 0,
+                    "acknowledged_equals_db": len(stats.acknowledged) == db_rows,
+                    "submissions_per_second_ge_120": report["submissions_per_second"] >= 120,
+                    "submit_p95_le_250ms": (report["submit_p95_ms"] or 1e9) <= 250,
+                },
+            }
+        )
+    finally:
+        processes.stop()
+        database.drop()
+        harness.flush_redis(redis_url)
+    if not options.json:
+        print_summary(report)
+    print(json.dumps(report), flush=True)
+    return 0
+
+
+def print_summary(report: dict) -> None:
+    print(
+        f"{report['users']} users, {report['duration_s']} s, gunicorn {report['gunicorn']}, "
+        f"{report['rq_live_workers']} live RQ workers"
+    )
+    print(f"{'endpoint':<16} {'count':>7} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8}")
+    for name, row in report["endpoints"].items():
+        print(
+            f"{name:<16} {row['count']:>7} {row['per_second']:>7} {row['p50_ms']:>8} "
+            f"{row['p95_ms']:>8}"
+        )
+    print(f"total {report['requests_per_second']} req/s; errors {report['errors']}")
+    print(
+        f"acknowledged {report['acknowledged_examples']} examples, "
+        f"{report['db_examples']} rows in the DB {report['db_examples_by_status']}"
+    )
+    print(f"verdicts seen {report['verdicts_seen']}; validations {report['validations']}")
+    for name, met in report["targets"].items():
+        print(f"{'PASS' if met else 'FAIL'} {name}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
