@@ -7,6 +7,8 @@ import math
 from urllib.parse import urlencode
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from leaderboards.tables import DEFAULT_PAGE_SIZE, LOWER
 
@@ -92,3 +94,38 @@ def compact_json(value) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)[:2000]
     except (TypeError, ValueError):
         return str(value)[:2000]
+
+
+def _interval(low, high) -> str:
+    if low is None or high is None:
+        return ""
+    return f"{number(low, 1)}–{number(high, 1)}"
+
+
+@register.simple_tag
+def metric_cells(table, row) -> str:
+    """Return a row's metric cells (and the main metric's CI) as ``<td>`` elements.
+
+    One Python call per row instead of a template loop: the page renders 50 rows, and
+    per-cell template filters were most of its cost.
+    """
+    parts = []
+    for column in table.metrics:
+        parts.append(f"<td>{escape(number(row.metrics.get(column.name)))}</td>")
+        if column.is_main:
+            interval = _interval(row.ci_low, row.ci_high) or "—"
+            parts.append(f'<td class="small text-muted">{escape(interval)}</td>')
+    return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
+
+
+@register.simple_tag
+def breakdown_cells(table, row) -> str:
+    """Return a row's per-dataset cells: the main metric and its CI on each dataset."""
+    parts = []
+    for dataset in table.datasets:
+        cell_value = row.datasets.get(dataset.slug)
+        value = cell_value.value if cell_value is not None else None
+        interval = _interval(cell_value.ci_low, cell_value.ci_high) if cell_value else ""
+        note = f' <span class="small text-muted">({escape(interval)})</span>' if interval else ""
+        parts.append(f"<td>{escape(number(value))}{note}</td>")
+    return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
