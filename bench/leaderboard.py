@@ -17,7 +17,7 @@ numbers with the ``_cold`` suffix clear the cache before every render: the Dynas
 every model is then computed in one O(n) pass in Python (only the 50 page rows are
 rendered), which is what a new weighting or new scores cost once.
 
-    DATABASE_URL=postgres://... .venv/bin/python bench/leaderboard.py [--repeats N]
+    DATABASE_URL=postgres://... .venv/bin/python bench/leaderboard.py [--repeats N] [--quick]
 """
 
 from __future__ import annotations
@@ -140,7 +140,10 @@ def measure(client: Client, url: str, repeats: int, *, cold: bool = False) -> tu
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="fewer renders (bench/run.py)")
     arguments = parser.parse_args()
+    if arguments.quick:
+        arguments.repeats = min(arguments.repeats, 7)
 
     setup_test_environment()  # lets the test client's host through ALLOWED_HOSTS
     call_command("migrate", verbosity=0, interactive=False)

@@ -177,13 +177,18 @@ class SnapshotView(View):
         )
 
 
+RUN_URL_NAMES = ("leaderboards:run", "leaderboards:run_detail")
+
+
 def _run_url_name() -> str | None:
     # The run page belongs to another part of the app; link to it only when it exists.
-    try:
-        reverse("leaderboards:run", args=[1])
-    except NoReverseMatch:
-        return None
-    return "leaderboards:run"
+    for name in RUN_URL_NAMES:
+        try:
+            reverse(name, args=[1])
+        except NoReverseMatch:
+            continue
+        return name
+    return None
 
 
 class ModelResultsView(View):

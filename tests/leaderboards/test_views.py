@@ -208,11 +208,12 @@ def test_model_page_shows_card_scores_and_runs(client, task):
         main_metric=MAIN,
         main_value=71.5,
     )
-    EvaluationRun.objects.create(
+    run = EvaluationRun.objects.create(
         model=model, dataset=dataset, config_version=dataset.config_version, trigger="rerun"
     )
     html = client.get(url("model", model.pk)).content.decode()
     assert "MIT" in html and "<strong>well</strong>" in html
+    assert f'href="{reverse("leaderboards:run_detail", args=[run.pk])}"' in html
     assert "71.50" in html and 'data-testid="model-runs"' in html
 
 
