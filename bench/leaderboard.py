@@ -2,13 +2,14 @@
 """Measure the leaderboard page at 10 and 1,000 models: queries and render time.
 
 In the configured database (``DATABASE_URL``; migrated first), inside one transaction that
-is rolled back at the end so nothing is left behind, for 10 and then 1,000 models:
+is rolled back at the end so nothing is left behind, for boards of 10 and 1,000 models:
 
 1. create a throwaway task (the sentiment demo config), two scoring datasets and the
    models with a Score on each dataset (``bulk_create``), with every metric and tags;
 2. render ``GET /tasks/<code>/leaderboard/?page_size=50`` with ``django.test.Client``,
-   count its queries with ``CaptureQueriesContext`` and time it (median of ``--repeats``
-   renders after two warm-up renders).
+   count its queries with ``CaptureQueriesContext`` and time it: the median of
+   ``--repeats`` renders, alternating between the two boards so that load changes on the
+   machine hit both alike.
 
 Prints one JSON object: ``queries_10``, ``queries_1000``, ``render_ratio_1000_vs_10``
 (target at most 2), ``render_ms_10`` and ``render_ms_1000``: repeated views of the same
@@ -112,29 +113,34 @@ def build_board(count: int, owner) -> str:
     return code
 
 
-def measure(client: Client, url: str, repeats: int, *, cold: bool = False) -> tuple[int, float]:
-    """Return the page's query count and its median render time in milliseconds.
-
-    ``cold`` clears the cache before every render, so each one computes the Dynascore of
-    every model from the database.
-    """
-    for _ in range(2):
-        assert client.get(url).status_code == 200
+def count_queries(client: Client, url: str, *, cold: bool) -> int:
+    """Return the number of queries of one render (after a warm-up render)."""
+    assert client.get(url).status_code == 200
     if cold:
         cache.clear()
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     assert response.status_code == 200, response.status_code
     # Read the count now: ``captured_queries`` slices the live log, which later requests reset.
-    queries = len(captured.captured_queries)
-    timings = []
+    return len(captured.captured_queries)
+
+
+def median_render_ms(client: Client, urls: dict[int, str], repeats: int, *, cold: bool) -> dict:
+    """Return the median render time of each URL in milliseconds.
+
+    The URLs are rendered in turn (10, 1000, 10, 1000...), so that a change in the load of
+    the machine during the run weighs on both sides of the ratio alike. ``cold`` clears the
+    cache before every render, so that each one computes the Dynascore of every model.
+    """
+    timings: dict[int, list[float]] = {count: [] for count in urls}
     for _ in range(repeats):
-        if cold:
-            cache.clear()
-        started = time.perf_counter()
-        client.get(url)
-        timings.append((time.perf_counter() - started) * 1000)
-    return queries, statistics.median(timings)
+        for count, url in urls.items():
+            if cold:
+                cache.clear()
+            started = time.perf_counter()
+            client.get(url)
+            timings[count].append((time.perf_counter() - started) * 1000)
+    return {count: statistics.median(values) for count, values in timings.items()}
 
 
 def main() -> None:
@@ -152,15 +158,17 @@ def main() -> None:
         with transaction.atomic():
             owner = get_user_model().objects.create(username=f"bench-{uuid.uuid4().hex[:8]}")
             client = Client()
-            for count in (10, 1000):
-                code = build_board(count, owner)
-                url = reverse("leaderboards:task", args=[code]) + f"?page_size={PAGE_SIZE}"
-                queries, milliseconds = measure(client, url, arguments.repeats)
-                result[f"queries_{count}"] = queries
-                result[f"render_ms_{count}"] = round(milliseconds, 2)
-                queries, milliseconds = measure(client, url, arguments.repeats, cold=True)
-                result[f"queries_{count}_cold"] = queries
-                result[f"render_ms_{count}_cold"] = round(milliseconds, 2)
+            urls = {
+                count: reverse("leaderboards:task", args=[build_board(count, owner)])
+                + f"?page_size={PAGE_SIZE}"
+                for count in (10, 1000)
+            }
+            for suffix, cold in (("", False), ("_cold", True)):
+                for count, url in urls.items():
+                    result[f"queries_{count}{suffix}"] = count_queries(client, url, cold=cold)
+                medians = median_render_ms(client, urls, arguments.repeats, cold=cold)
+                for count, milliseconds in medians.items():
+                    result[f"render_ms_{count}{suffix}"] = round(milliseconds, 2)
             raise Rollback
     except Rollback:
         pass
