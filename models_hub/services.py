@@ -26,6 +26,7 @@ from models_hub.errors import (
     truncate,
 )
 from models_hub.models import Model, ModelStatus, Protocol, RoundModel
+from models_hub.signals import model_registered
 from models_hub.ssrf import check_url
 from models_hub.transport import RetryPolicy
 from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
@@ -124,8 +125,22 @@ def model_register(*, task: Task, owner, **fields: Any) -> Model:
         from models_hub import jobs  # jobs call services: import at use to avoid a cycle
 
         transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+    # Evaluation belongs to leaderboards, which listens; after commit so it sees the row.
+    transaction.on_commit(lambda: _announce_registration(model))
     logger.info("model %s registered for task %s by user %s", model.pk, task.code, owner.pk)
     return model
+
+
+def _announce_registration(model: Model) -> None:
+    for receiver, outcome in model_registered.send_robust(sender=Model, model=model):
+        if isinstance(outcome, Exception):
+            # The registration stands; a failed hand-over must not turn into an error page.
+            logger.error(
+                "model %s: receiver %s failed: %s",
+                model.pk,
+                getattr(receiver, "__name__", receiver),
+                outcome,
+            )
 
 
 def _require_editor(model: Model, user) -> None:

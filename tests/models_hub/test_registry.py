@@ -211,3 +211,24 @@ def test_predict_live_against_real_server(task, user):
         result = services.predict_live(model, [{"uid": "1", "context": "c", "statement": "great"}])
     assert result.outputs[0]["label"] == "positive"
     assert result.model_version == "const-1"
+
+
+def test_registration_announces_the_model_after_commit(
+    task, user, django_capture_on_commit_callbacks
+):
+    from models_hub.signals import model_registered
+
+    received = []
+
+    def receiver(sender, model, **kwargs):
+        received.append(model.pk)
+
+    model_registered.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            model = services.model_register(
+                task=task, owner=user, name="announced", protocol="none", endpoint_url=""
+            )
+        assert received == [model.pk]
+    finally:
+        model_registered.disconnect(receiver)
