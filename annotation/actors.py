@@ -84,28 +84,17 @@ def actor_from_request(request) -> Actor | None:
     return Actor(campaign_worker=worker)
 
 
-# Campaign hooks live in annotation/campaigns.py (another contributor). They are imported
-# lazily (campaigns may import this module) and, until that module exists, fall back to
-# "no quota". This is the ONE guarded import; remove the guard once campaigns.py lands.
-def _campaign_hooks():
-    try:
-        from annotation import campaigns
-    except ModuleNotFoundError as exc:  # pragma: no cover - until annotation/campaigns.py
-        if exc.name != "annotation.campaigns":
-            raise
-        return None
-    return campaigns
-
-
+# Campaign hooks live in annotation/campaigns.py, which imports this module: import late.
 def campaign_quota_reached(actor: Actor) -> bool:
-    hooks = _campaign_hooks()
-    return bool(hooks and hooks.campaign_quota_reached(actor))
+    from annotation import campaigns
+
+    return campaigns.campaign_quota_reached(actor)
 
 
 def campaign_record_time(actor: Actor, milliseconds: int) -> None:
-    hooks = _campaign_hooks()
-    if hooks is not None:
-        hooks.campaign_record_time(actor, milliseconds)
+    from annotation import campaigns
+
+    campaigns.campaign_record_time(actor, milliseconds)
 
 
 __all__ = [

@@ -163,9 +163,5 @@ class ExampleAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "annotation/admin/form_preview.html", context)
 
 
-# Campaigns and cached stats register themselves from another contributor's module.
-try:
-    import annotation.admin_extra  # noqa: F401
-except ModuleNotFoundError as error:  # pragma: no cover - until admin_extra lands
-    if error.name != "annotation.admin_extra":
-        raise
+# Campaigns and cached stats register themselves in their own module.
+import annotation.admin_extra  # noqa: E402,F401

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from annotation import views
+from annotation.urls_extra import urlpatterns as extra_urlpatterns
 
 app_name = "annotation"
 
@@ -34,15 +35,4 @@ urlpatterns = [
 ]
 
 
-def _extra_patterns() -> list:
-    """The stats, campaign and export pages (another contributor's ``urls_extra``)."""
-    try:
-        from annotation.urls_extra import urlpatterns as extra
-    except ModuleNotFoundError as error:  # pragma: no cover - until urls_extra lands
-        if error.name != "annotation.urls_extra":
-            raise
-        return []
-    return list(extra)
-
-
-urlpatterns += _extra_patterns()
+urlpatterns += extra_urlpatterns

@@ -173,6 +173,13 @@ MODELS_HUB_MAX_RESPONSE_BYTES = int(os.environ.get("MODELS_HUB_MAX_RESPONSE_BYTE
 # Seconds between the periodic health checks of every registered model (RQ cron).
 MODELS_HUB_HEALTH_INTERVAL = int(os.environ.get("MODELS_HUB_HEALTH_INTERVAL", "60"))
 
+# --- Annotation ----------------------------------------------------------------------------
+# How long the create POST waits for the live model before falling back to htmx polling.
+ANNOTATION_SYNC_WAIT_SECONDS = float(os.environ.get("ANNOTATION_SYNC_WAIT_SECONDS", "1.5"))
+# Server-side wait of one status poll, and when a model counts as "too slow" for the worker.
+ANNOTATION_POLL_WAIT_SECONDS = float(os.environ.get("ANNOTATION_POLL_WAIT_SECONDS", "2"))
+ANNOTATION_SLOW_MODEL_SECONDS = float(os.environ.get("ANNOTATION_SLOW_MODEL_SECONDS", "30"))
+
 # Salt for anonymised worker ids in exports.
 EXPORT_WORKER_ID_SALT = os.environ.get("EXPORT_WORKER_ID_SALT", "")
 
