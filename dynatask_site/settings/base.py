@@ -180,6 +180,12 @@ ANNOTATION_SYNC_WAIT_SECONDS = float(os.environ.get("ANNOTATION_SYNC_WAIT_SECOND
 ANNOTATION_POLL_WAIT_SECONDS = float(os.environ.get("ANNOTATION_POLL_WAIT_SECONDS", "2"))
 ANNOTATION_SLOW_MODEL_SECONDS = float(os.environ.get("ANNOTATION_SLOW_MODEL_SECONDS", "30"))
 
+# --- Leaderboards --------------------------------------------------------------------------
+# Memory of the reference instance: memory enters the Dynascore as "memory saved" (GB).
+LEADERBOARD_INSTANCE_MEMORY_GB = float(os.environ.get("LEADERBOARD_INSTANCE_MEMORY_GB", "16"))
+# Seconds a computed leaderboard page is reused (keyed by viewer, weights and data version).
+LEADERBOARD_CACHE_SECONDS = int(os.environ.get("LEADERBOARD_CACHE_SECONDS", "300"))
+
 # Salt for anonymised worker ids in exports.
 EXPORT_WORKER_ID_SALT = os.environ.get("EXPORT_WORKER_ID_SALT", "")
 

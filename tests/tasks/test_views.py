@@ -60,3 +60,16 @@ def test_proposal_form(client):
 
 def test_proposal_requires_login(client):
     assert client.get(reverse("tasks:propose")).status_code == 302
+
+
+def test_task_page_links_every_capability_and_owner_tools_only_for_owners(client):
+    owner = UserFactory()
+    TaskFactory(code="linked", owners=[owner])
+    page = client.get(reverse("tasks:detail", args=["linked"])).content.decode()
+    for url in ("/tasks/linked/create", "/tasks/linked/validate", "/tasks/linked/leaderboard/"):
+        assert url in page
+    assert "Owner tools" not in page and "/tasks/linked/review" not in page
+    client.force_login(owner)
+    page = client.get(reverse("tasks:detail", args=["linked"])).content.decode()
+    for url in ("/tasks/linked/review", "/tasks/linked/campaigns/", "/tasks/linked/datasets/"):
+        assert url in page
