@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _prod_env(**extra) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    # DJANGO_ALLOW_ASYNC_UNSAFE is set by tests/browser/conftest.py for Playwright: never in prod.
+    dropped = {"DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env = {key: value for key, value in os.environ.items() if key not in dropped}
     env.update(
         DJANGO_SETTINGS_MODULE="dynatask_site.settings.prod",
         SECRET_KEY=secrets.token_urlsafe(48)[:64],
