@@ -6,6 +6,7 @@ Owners (staff users who own a task) see only their tasks' rows; superusers see a
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -48,7 +49,7 @@ class DatasetAdmin(OwnerScopedAdmin):
     def upload_view(self, request, task_id):
         task = get_object_or_404(Task.objects.select_related("current_config"), pk=task_id)
         if not is_task_owner(request.user, task):
-            raise admin.sites.PermissionDenied
+            raise PermissionDenied
         errors = []
         form = DatasetUploadForm(request.POST or None, request.FILES or None, task=task)
         if request.method == "POST" and form.is_valid():

@@ -142,7 +142,9 @@ RQ_QUEUES = {
     "eval": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600, "DEFAULT_RESULT_TTL": 3600},
     "default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600, "DEFAULT_RESULT_TTL": 3600},
 }
-RQ_SHOW_ADMIN_LINK = True
+# No django_rq queue admin: its fake Queue model has no table and needs django_rq.urls.
+# Evaluation progress is shown on the run pages; workers are watched with `rq info`.
+RQ_SHOW_ADMIN_LINK = False
 
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -326,10 +326,6 @@ def _token(world):
     return TokenProxy.objects.get(user=world.users["worker"])
 
 
-class _QueueObject:
-    pk = 0
-
-
 ADMIN_MODELS: dict[str, tuple[str, object]] = {
     "tasks.task": ("owned_superuser_adds", lambda w: w.task),
     "tasks.round": ("owned_superuser_adds", lambda w: w.round),
@@ -348,26 +344,11 @@ ADMIN_MODELS: dict[str, tuple[str, object]] = {
     "axes.accessattempt": ("superuser_readonly", _axes_row("accessattempt")),
     "axes.accesslog": ("superuser_readonly", _axes_row("accesslog")),
     "axes.accessfailurelog": ("superuser_readonly", _axes_row("accessfailurelog")),
-    "django_rq.queue": ("superuser_readonly", lambda w: _QueueObject()),
 }
 
 
 # Known defects of other modules: the test is expected to fail (strict), with the fix named.
-KNOWN_BUGS: dict[str, str] = {
-    "admin:django_rq_queue_changelist": (
-        "settings RQ_SHOW_ADMIN_LINK=True registers django_rq's Queue admin, whose changelist "
-        "reverses 'rq_home', but dynatask_site/urls.py does not include django_rq.urls: a 500 "
-        "for superusers. Fix: path('django-rq/', include('django_rq.urls')) in urls.py."
-    ),
-    "admin:leaderboards_dataset_upload": (
-        "leaderboards/admin.py:51 raises admin.sites.PermissionDenied, which does not exist: an "
-        "AttributeError (500) for staff who do not own the task. Fix: raise "
-        "django.core.exceptions.PermissionDenied."
-    ),
-    "admin:django_rq_queue_change": "same: the Queue model has no table (django_rq.urls missing)",
-    "admin:django_rq_queue_delete": "same: the Queue model has no table (django_rq.urls missing)",
-    "admin:django_rq_queue_history": "same: the Queue model has no table (django_rq.urls missing)",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def check_for(route: Route) -> Check | None:
