@@ -26,17 +26,21 @@ Finalize
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
-import sys
 import time
+from array import array
 from collections import deque
+from collections.abc import Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db import transaction
-from django.db.models import Exists, F, OuterRef
+from django.db import connection, transaction
+from django.db.models import Exists, F, FilteredRelation, OuterRef, Q, Subquery
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from leaderboards.models import (
@@ -53,14 +57,14 @@ from models_hub import client as model_client
 from models_hub.errors import ModelCallError
 from models_hub.selectors import endpoint_spec
 from models_hub.transport import RetryPolicy
+from tasks.config import parse_task_config
 from tasks.config.types import TaskConfig
 from tasks.metrics import (
+    CORPUS_METRIC_MAX_RESAMPLES,
     MetricError,
     MetricUnsupported,
-    delta_consistency,
+    bootstrap_ci,
     get_metric,
-    metric_bootstrap_ci,
-    metric_per_tag,
 )
 
 logger = logging.getLogger(__name__)
@@ -68,10 +72,11 @@ logger = logging.getLogger(__name__)
 READ_CHUNK = 2000
 WRITE_CHUNK = 1000
 IN_FLIGHT_BATCHES_PER_SLOT = 8
-SHARD_SWITCH_INTERVAL_SECONDS = 0.0005
 SCORE_CHUNK = 5000
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0
+# Index rows drawn per bootstrap batch (int32: 4 MB), whatever the dataset size.
+BOOTSTRAP_INDICES_PER_BATCH = 1_000_000
 # Evaluation can wait: more attempts and longer backoff than a live call.
 EVAL_RETRY = RetryPolicy(max_attempts=4, backoff_seconds=0.5, backoff_max_seconds=5.0)
 RAW_EXCERPT_CHARS = 1000
@@ -89,18 +94,47 @@ def use_client(client: model_client.ModelClient | None, retry: RetryPolicy | Non
     _retry_override = retry
 
 
+@functools.lru_cache(maxsize=16)
+def _parsed_config(yaml_text: str) -> TaskConfig:
+    """Parse a config once per worker process: every shard job of a run would re-parse it."""
+    return parse_task_config(yaml_text)
+
+
 # -- shards ----------------------------------------------------------------------------------
+# One statement writes a whole flush. The parameter is one JSON array of batches,
+# ``[latency_ms, model_version, raw_excerpt, [example ids], [outputs]]``, encoded by a single
+# ``json.dumps`` call; PostgreSQL unpacks it. Building a ``Prediction`` per row and letting
+# ``bulk_create`` adapt eight parameter arrays item by item (psycopg's list dumper is pure
+# Python) cost more GIL time than all the HTTP requests of the shard together.
+_INSERT_PREDICTIONS = """
+INSERT INTO {table} (run_id, example_id, output, error_code, latency_ms, model_version,
+                     raw_excerpt, created_at)
+SELECT %s, item.example_id::bigint, item.output, '', (batch.value->>0)::double precision,
+       batch.value->>1, CASE WHEN item.position = 1 THEN batch.value->>2 ELSE '' END, now()
+FROM jsonb_array_elements(%s::jsonb) AS batch(value),
+     LATERAL ROWS FROM (
+         jsonb_array_elements_text(batch.value->3), jsonb_array_elements(batch.value->4)
+     ) WITH ORDINALITY AS item(example_id, output, position)
+ON CONFLICT DO NOTHING
+"""
+
+
 @dataclass
 class _Flush:
-    """Predictions made since the last write, and the batch latencies."""
+    """Batches answered since the last write, and their latencies."""
 
-    predictions: list[Prediction] = field(default_factory=list)
+    batches: list[list[Any]] = field(default_factory=list)
+    examples: int = 0
     latencies: list[float] = field(default_factory=list)
     model_version: str = ""
 
 
-def _pending_examples(run: EvaluationRun, shard: EvaluationShard):
-    """Yield chunks of ``(example_id, inputs)`` of the shard that have no prediction yet."""
+def _pending_batches(run: EvaluationRun, shard: EvaluationShard, batch_size: int):
+    """Yield ``(example ids, inputs)`` batches of the shard's examples without a prediction.
+
+    Examples are read ``READ_CHUNK`` at a time in position order; the caller keeps requests
+    in flight while the next chunk is read.
+    """
     has_prediction = Prediction.objects.filter(run_id=run.pk, example_id=OuterRef("pk"))
     cursor = shard.start
     while cursor < shard.end:
@@ -115,7 +149,41 @@ def _pending_examples(run: EvaluationRun, shard: EvaluationShard):
         if not rows:
             return
         cursor = rows[-1][1] + 1
-        yield [(pk, inputs) for pk, _, inputs in rows]
+        for first in range(0, len(rows), batch_size):
+            batch = rows[first : first + batch_size]
+            yield [pk for pk, _, _ in batch], [inputs for _, _, inputs in batch]
+
+
+def _write_predictions(run_id: int, batches: list[list[Any]]) -> int:
+    """Insert the predictions of ``batches`` (existing ones are kept); return rows written."""
+    if not batches:
+        return 0
+    if connection.vendor != "postgresql":
+        return _write_predictions_portable(run_id, batches)
+    sql = _INSERT_PREDICTIONS.format(table=connection.ops.quote_name(Prediction._meta.db_table))
+    payload = json.dumps(batches, allow_nan=False, separators=(",", ":"))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [run_id, payload])
+        return max(cursor.rowcount, 0)
+
+
+def _write_predictions_portable(run_id: int, batches: list[list[Any]]) -> int:
+    """Insert predictions through the ORM (SQLite development databases)."""
+    rows = [
+        Prediction(
+            run_id=run_id,
+            example_id=example_id,
+            output=output,
+            latency_ms=latency,
+            model_version=version,
+            raw_excerpt=excerpt if index == 0 else "",
+        )
+        for latency, version, excerpt, example_ids, outputs in batches
+        for index, (example_id, output) in enumerate(zip(example_ids, outputs, strict=True))
+    ]
+    before = Prediction.objects.filter(run_id=run_id).count()
+    Prediction.objects.bulk_create(rows, ignore_conflicts=True)
+    return Prediction.objects.filter(run_id=run_id).count() - before
 
 
 def shard_execute(shard_id: int) -> dict[str, Any]:
@@ -139,7 +207,7 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
         status=RunStatus.RUNNING, started_at=timezone.now()
     )
     model = run.model
-    config: TaskConfig = run.config_version.parsed
+    config = _parsed_config(run.config_version.yaml_text)
     task_code = run.dataset.task.code
     try:
         endpoint = endpoint_spec(model)
@@ -154,85 +222,74 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
     error: ModelCallError | None = None
     last_flush = time.perf_counter()
 
-    def call(batch: list[tuple[int, dict]]):
-        return batch, client.predict(
-            endpoint, config, task_code, [inputs for _, inputs in batch], retry=retry
-        )
+    def call(example_ids: list[int], inputs: list[dict]):
+        return example_ids, client.predict(endpoint, config, task_code, inputs, retry=retry)
 
     def collect(future: Future) -> None:
         nonlocal error
         try:
-            batch, result = future.result()
+            example_ids, result = future.result()
         except ModelCallError as failure:
             if error is None:
                 error = failure
             return
         latency = result.request_latencies_ms[0] if result.request_latencies_ms else None
-        latency = latency if latency is not None else result.latency_ms
-        state.latencies.append(round(latency, 3))
+        latency = round(latency if latency is not None else result.latency_ms, 3)
+        state.latencies.append(latency)
         version = (result.model_version or "")[:200]
         state.model_version = state.model_version or version
-        excerpt = result.raw_excerpt[:RAW_EXCERPT_CHARS]
-        for index, ((example_id, _), output) in enumerate(zip(batch, result.outputs, strict=True)):
-            state.predictions.append(
-                Prediction(
-                    run_id=run.pk,
-                    example_id=example_id,
-                    output=output,
-                    latency_ms=latency,
-                    model_version=version,
-                    # The raw response of a batch is kept once, with its first example.
-                    raw_excerpt=excerpt if index == 0 else "",
-                )
-            )
+        # No per-row work here: the batch is written as it came (see _INSERT_PREDICTIONS);
+        # its raw response is kept once, with its first example.
+        state.batches.append(
+            [latency, version, result.raw_excerpt[:RAW_EXCERPT_CHARS], example_ids, result.outputs]
+        )
+        state.examples += len(example_ids)
 
     def flush() -> None:
         nonlocal last_flush
         now = time.perf_counter()
-        if state.predictions:
-            Prediction.objects.bulk_create(state.predictions, ignore_conflicts=True)
         latencies.extend(state.latencies)
-        count = len(state.predictions)
-        EvaluationShard.objects.filter(pk=shard.pk).update(
-            done=F("done") + count,
-            work_seconds=F("work_seconds") + (now - last_flush),
-            batch_latencies_ms=latencies,
-        )
-        updates: dict[str, Any] = {"done": F("done") + count}
+        updates: dict[str, Any] = {}
         if state.model_version:
             updates["model_version"] = state.model_version
-        EvaluationRun.objects.filter(pk=run.pk).update(**updates)
-        state.predictions = []
+        # One transaction per flush (the rows and both counters), committed without waiting
+        # for the WAL flush: a crash can lose at most the last flushes, which the resumable
+        # shard then sends again; it can never leave counters and rows out of step.
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            written = _write_predictions(run.pk, state.batches)
+            EvaluationShard.objects.filter(pk=shard.pk).update(
+                done=F("done") + written,
+                work_seconds=F("work_seconds") + (now - last_flush),
+                batch_latencies_ms=latencies,
+            )
+            if written or updates:
+                EvaluationRun.objects.filter(pk=run.pk).update(done=F("done") + written, **updates)
+        state.batches = []
+        state.examples = 0
         state.latencies = []
         last_flush = time.perf_counter()
 
-    batch_size = endpoint.batch_size
-    # Keep the workers busy while this thread reads and writes the database.
+    # Requests queued ahead of the HTTP threads, so that they never wait for this thread
+    # while it reads the next chunk or writes predictions.
     in_flight_cap = endpoint.max_concurrency * IN_FLIGHT_BATCHES_PER_SLOT
     pending: deque[Future] = deque()
-    # This thread's database work (JSON decoding, building and writing rows) would otherwise
-    # hold the GIL for whole switch intervals while the HTTP threads wait to read replies.
-    switch_interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(switch_interval, SHARD_SWITCH_INTERVAL_SECONDS))
-    try:
-        with ThreadPoolExecutor(endpoint.max_concurrency, thread_name_prefix="eval-shard") as pool:
-            for chunk in _pending_examples(run, shard):
-                for first in range(0, len(chunk), batch_size):
-                    while len(pending) >= in_flight_cap:
-                        collect(pending.popleft())
-                    if error is not None:
-                        break
-                    batch = chunk[first : first + batch_size]
-                    pending.append(pool.submit(call, batch))
-                    sent += len(batch)
-                    if len(state.predictions) >= WRITE_CHUNK:
-                        flush()
-                if error is not None:
-                    break
-            while pending:
+    with ThreadPoolExecutor(endpoint.max_concurrency, thread_name_prefix="eval-shard") as pool:
+        for example_ids, inputs in _pending_batches(run, shard, endpoint.batch_size):
+            while len(pending) >= in_flight_cap or (pending and pending[0].done()):
                 collect(pending.popleft())
-    finally:
-        sys.setswitchinterval(switch_interval)
+            if error is not None:
+                break
+            pending.append(pool.submit(call, example_ids, inputs))
+            sent += len(example_ids)
+            if state.examples >= WRITE_CHUNK:
+                flush()
+        while pending:
+            collect(pending.popleft())
+            if state.examples >= WRITE_CHUNK:
+                flush()
     flush()
     if error is not None:
         shard_fail(shard.pk, error.code, str(error), error.excerpt)
@@ -269,21 +326,27 @@ def shard_complete(shard_id: int) -> bool:
     from leaderboards import jobs
 
     with transaction.atomic():
-        shard = EvaluationShard.objects.get(pk=shard_id)
-        EvaluationRun.objects.select_for_update().filter(pk=shard.run_id).first()
-        stored = Prediction.objects.filter(
-            run_id=shard.run_id,
-            example__position__gte=shard.start,
-            example__position__lt=shard.end,
-        ).count()
+        shard = EvaluationShard.objects.select_related("run").get(pk=shard_id)
+        run_id = shard.run_id
+        EvaluationRun.objects.select_for_update().filter(pk=run_id).first()
+        # Walk the shard's positions and probe each example's prediction, rather than join
+        # every prediction of the run: that grew with the run, once per shard.
+        stored = (
+            DatasetExample.objects.filter(
+                dataset_id=shard.run.dataset_id,
+                position__gte=shard.start,
+                position__lt=shard.end,
+            )
+            .filter(Exists(Prediction.objects.filter(run_id=run_id, example_id=OuterRef("pk"))))
+            .count()
+        )
         EvaluationShard.objects.filter(pk=shard_id).update(status=RunStatus.DONE, done=stored)
-        if EvaluationShard.objects.filter(run_id=shard.run_id).exclude(status=RunStatus.DONE):
+        if EvaluationShard.objects.filter(run_id=run_id).exclude(status=RunStatus.DONE).exists():
             return False
         claimed = EvaluationRun.objects.filter(
-            pk=shard.run_id, status__in=(RunStatus.RUNNING, RunStatus.QUEUED)
+            pk=run_id, status__in=(RunStatus.RUNNING, RunStatus.QUEUED)
         ).update(status=RunStatus.FINALIZING)
         if claimed:
-            run_id = shard.run_id
             transaction.on_commit(lambda: jobs.enqueue_finalize(run_id))
         return bool(claimed)
 
@@ -338,61 +401,139 @@ def _latest_done_run(model_id: int, dataset_id: int) -> EvaluationRun | None:
     )
 
 
-@dataclass
-class _RunData:
-    """One run's predicted and gold values of the scored fields, aligned by position.
+class _PairColumn:
+    """One scored field of a run, streamed: a code per example for its (prediction, gold) pair.
 
-    Only the fields the metrics read are kept (interned short strings, shared tag lists),
-    so finalizing 100k examples holds a few small lists, not 100k output dicts.
+    Every metric's statistics row depends only on the example's prediction and gold, so the
+    statistics are computed once per *distinct* pair and the corpus, per-tag and bootstrap
+    scores are sums of ``counts @ pair statistics``. A classification run of 100k examples
+    holds one ``int32`` per example and a few pairs, not 100k values or statistics rows.
     """
 
-    predictions: dict[str, list[Any]] = field(default_factory=dict)
-    golds: dict[str, list[Any]] = field(default_factory=dict)
-    tags: list[list[str]] = field(default_factory=list)
-    uids: list[str] = field(default_factory=list)
-    input_ids: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.codes = array("i")
+        self.pairs: dict[tuple[Hashable, Hashable], int] = {}
+        self.predictions: list[Any] = []
+        self.golds: list[Any] = []
+
+    def add(self, prediction: Any, gold: Any) -> None:
+        key = (_pair_key(prediction), _pair_key(gold))
+        code = self.pairs.get(key)
+        if code is None:
+            code = self.pairs[key] = len(self.predictions)
+            self.predictions.append(prediction)
+            self.golds.append(gold)
+        self.codes.append(code)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def code_array(self) -> np.ndarray:
+        return np.frombuffer(self.codes, dtype=np.int32) if self.codes else np.zeros(0, np.int32)
+
+
+def _pair_key(value: Any) -> Hashable:
+    # Strings (labels, answers) are their own key. Anything else is keyed by its canonical
+    # JSON, which never merges values the metrics tell apart (True and 1 stay distinct).
+    if type(value) is str:
+        return value
+    return ("json", json.dumps(value, sort_keys=True, default=repr))
+
+
+@dataclass
+class _RunData:
+    """A run's scored fields (one ``_PairColumn`` per reference name) and example tags."""
+
+    columns: dict[str, _PairColumn]
+    tag_codes: array = field(default_factory=lambda: array("i"))
+    tag_sets: dict[tuple[str, ...], int] = field(default_factory=dict)
     count: int = 0
 
+    def add_tags(self, tags: Any) -> None:
+        names = [tags] if isinstance(tags, str) else list(tags or ())
+        key = tuple(dict.fromkeys(str(name) for name in names))  # a repeated tag counts once
+        code = self.tag_sets.get(key)
+        if code is None:
+            code = self.tag_sets[key] = len(self.tag_sets)
+        self.tag_codes.append(code)
 
-def _compact(value: Any) -> Any:
-    if isinstance(value, str) and len(value) <= 64:
-        return sys.intern(value)
-    return value
+    def tag_masks(self) -> dict[str, np.ndarray]:
+        """Return ``{tag: boolean mask over the examples}``, sorted by tag."""
+        codes = np.frombuffer(self.tag_codes, dtype=np.int32)
+        sets_by_tag: dict[str, list[int]] = {}
+        for key, code in self.tag_sets.items():
+            for name in key:
+                sets_by_tag.setdefault(name, []).append(code)
+        return {name: np.isin(codes, sets_by_tag[name]) for name in sorted(sets_by_tag)}
 
 
-def _load_run(run: EvaluationRun, names: tuple[str, ...], *, with_ids: bool) -> _RunData:
-    """Load a run's values of ``names`` with each example's gold and tags, in chunks."""
-    data = _RunData(predictions={name: [] for name in names}, golds={name: [] for name in names})
-    shared_tags: dict[tuple, list[str]] = {}
+def _load_run(run: EvaluationRun, names: tuple[str, ...]) -> _RunData:
+    """Stream a run's predicted and gold values of ``names``, with tags, in position order.
+
+    PostgreSQL extracts the scored keys (``output -> name``), so whole outputs are neither
+    sent nor decoded; ``SCORE_CHUNK`` rows are held at a time.
+    """
+    data = _RunData(columns={name: _PairColumn() for name in names})
+    fields = {}
+    for index, name in enumerate(names):
+        fields[f"prediction_{index}"] = KeyTransform(name, "prediction__output")
+        fields[f"gold_{index}"] = KeyTransform(name, "gold")
+    queryset = (
+        DatasetExample.objects.filter(dataset_id=run.dataset_id)
+        .annotate(
+            prediction=FilteredRelation("predictions", condition=Q(predictions__run_id=run.pk))
+        )
+        .annotate(**fields)
+        .order_by("position")
+        .values_list("position", "tags", *fields)
+    )
+    columns = [data.columns[name] for name in names]
     cursor = -1
     while True:
-        rows = list(
-            DatasetExample.objects.filter(dataset_id=run.dataset_id, position__gt=cursor)
-            .order_by("position")
-            .values_list("pk", "position", "uid", "input_id", "gold", "tags")[:SCORE_CHUNK]
-        )
+        rows = list(queryset.filter(position__gt=cursor)[:SCORE_CHUNK])
         if not rows:
             return data
-        cursor = rows[-1][1]
-        outputs = dict(
-            Prediction.objects.filter(
-                run_id=run.pk, example_id__in=[row[0] for row in rows]
-            ).values_list("example_id", "output")
-        )
-        for pk, _, uid, input_id, gold, tags in rows:
-            output = outputs.get(pk)
-            gold = gold or {}
-            for name in names:
-                data.predictions[name].append(
-                    _compact(output.get(name)) if isinstance(output, dict) else None
-                )
-                data.golds[name].append(_compact(gold.get(name)))
-            key = tuple(tags or ())
-            data.tags.append(shared_tags.setdefault(key, [sys.intern(tag) for tag in key]))
-            if with_ids:
-                data.uids.append(uid)
-                data.input_ids.append(input_id)
-            data.count += 1
+        cursor = rows[-1][0]
+        for row in rows:
+            data.add_tags(row[1])
+            for index, column in enumerate(columns):
+                column.add(row[2 + 2 * index], row[3 + 2 * index])
+        data.count += len(rows)
+
+
+def _pair_statistics(metric, column: _PairColumn, options) -> np.ndarray:
+    """Return the statistics rows of ``column``'s distinct pairs (raises MetricUnsupported)."""
+    return metric.compute_statistics(column.predictions, column.golds, options=options)
+
+
+def _summed(codes: np.ndarray, statistics: np.ndarray) -> np.ndarray:
+    return np.bincount(codes, minlength=statistics.shape[0]).astype(np.float64) @ statistics
+
+
+def _bootstrap_interval(
+    metric, codes: np.ndarray, statistics: np.ndarray, options
+) -> tuple[float, float]:
+    """Return the seeded 95% percentile bootstrap interval, as ``metric_bootstrap_ci`` does.
+
+    A mean metric resamples the example scores; a corpus metric (F1, BLEU) recomputes the
+    score from each resample's summed statistics, capped at ``CORPUS_METRIC_MAX_RESAMPLES``.
+    """
+    if metric.is_decomposable:
+        per_pair = statistics[:, 0] / statistics[:, 1]
+        return bootstrap_ci(per_pair[codes], n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+    resamples = min(BOOTSTRAP_RESAMPLES, CORPUS_METRIC_MAX_RESAMPLES)
+    size = codes.shape[0]
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    per_batch = max(1, BOOTSTRAP_INDICES_PER_BATCH // size)
+    values: list[float] = []
+    while len(values) < resamples:
+        rows = min(per_batch, resamples - len(values))
+        for indices in rng.integers(0, size, size=(rows, size), dtype=np.int32):
+            values.append(
+                metric.score_from_statistics(_summed(codes[indices], statistics), options)
+            )
+    low, high = np.percentile(np.asarray(values, dtype=np.float64), [2.5, 97.5])
+    return float(low), float(high)
 
 
 def _job_metrics(run: EvaluationRun) -> dict[str, float | None]:
@@ -433,47 +574,38 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
         copy_run = _latest_done_run(model_id, copy.pk) if copy is not None else None
         if copy_run is not None:
             delta_runs[kind] = copy_run
-    data = _load_run(run, names, with_ids=bool(delta_runs))
+    data = _load_run(run, names)
     if not data.count:
         return None
     metrics: dict[str, float | None] = {}
     per_tag: dict[str, dict[str, float]] = {}
     ci: tuple[float | None, float | None] = (None, None)
+    tag_masks = data.tag_masks() if data.tag_sets else {}
     for perf in config.perf_metrics:
         metric = get_metric(perf.type)
-        predictions = data.predictions[perf.reference_name]
-        golds = data.golds[perf.reference_name]
+        column = data.columns[perf.reference_name]
         try:
-            metrics[perf.name] = round(metric.score(predictions, golds, options=perf.options), 4)
+            statistics = _pair_statistics(metric, column, perf.options)
         except MetricUnsupported:
             # e.g. sp_bleu without a SentencePiece model: reported as not available.
             metrics[perf.name] = None
             continue
-        for tag, tag_score in metric_per_tag(
-            metric, predictions, golds, data.tags, options=perf.options
-        ).items():
-            entry = per_tag.setdefault(tag, {"count": tag_score.count})
-            entry[perf.name] = round(tag_score.score, 4)
+        codes = column.code_array()
+        value = metric.score_from_statistics(_summed(codes, statistics), perf.options)
+        metrics[perf.name] = round(float(value), 4)
+        for tag, mask in tag_masks.items():
+            count = int(mask.sum())
+            if not count:
+                continue
+            tag_value = metric.score_from_statistics(_summed(codes[mask], statistics), perf.options)
+            entry = per_tag.setdefault(tag, {"count": count})
+            entry[perf.name] = round(float(tag_value), 4)
         if perf is main:
-            low, high = metric_bootstrap_ci(
-                metric,
-                predictions,
-                golds,
-                options=perf.options,
-                n_resamples=BOOTSTRAP_RESAMPLES,
-                seed=BOOTSTRAP_SEED,
-            )
+            low, high = _bootstrap_interval(metric, codes, statistics, perf.options)
             ci = (round(low, 4), round(high, 4))
-    original_predictions = (
-        dict(zip(data.uids, data.predictions[main.reference_name], strict=True))
-        if delta_runs
-        else {}
-    )
     for kind in config.delta_metrics:
         copy_run = delta_runs.get(kind)
-        metrics[kind] = (
-            _delta(copy_run, main, original_predictions) if copy_run is not None else None
-        )
+        metrics[kind] = _delta(copy_run, run, main) if copy_run is not None else None
     job = _job_metrics(run) if run.trigger != RunTrigger.PREDICTIONS_UPLOAD else {}
     metrics.update(job)
     score, _ = Score.objects.update_or_create(
@@ -498,17 +630,47 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
     return score
 
 
-def _delta(run: EvaluationRun, main, original_predictions) -> float | None:
-    """Score a perturbed copy's run against the same model's original predictions."""
-    data = _load_run(run, (main.reference_name,), with_ids=True)
-    pairs = [
-        (input_id, value)
-        for input_id, value in zip(
-            data.input_ids, data.predictions[main.reference_name], strict=True
+def _delta(copy_run: EvaluationRun, run: EvaluationRun, main) -> float | None:
+    """Score a perturbed copy's run against the same model's original predictions.
+
+    The pairs are (copy prediction, original prediction of the example named by
+    ``input_id``), streamed like ``_load_run``; with no original prediction the pair counts
+    as inconsistent (``delta_consistency``'s rule). Copy rows whose ``input_id`` names no
+    original example (made for an earlier version of the original) are ignored.
+    """
+    name = main.reference_name
+    original = Prediction.objects.filter(
+        run_id=run.pk, example__dataset_id=run.dataset_id, example__uid=OuterRef("input_id")
+    ).values(value=KeyTransform(name, "output"))[:1]
+    queryset = (
+        DatasetExample.objects.filter(dataset_id=copy_run.dataset_id)
+        .filter(
+            Exists(
+                DatasetExample.objects.filter(dataset_id=run.dataset_id, uid=OuterRef("input_id"))
+            )
         )
-        # Rows of a copy made for an earlier version of the original are ignored.
-        if input_id in original_predictions
-    ]
-    if not pairs:
+        .annotate(
+            prediction=FilteredRelation(
+                "predictions", condition=Q(predictions__run_id=copy_run.pk)
+            ),
+            value=KeyTransform(name, "prediction__output"),
+            original=Subquery(original),
+        )
+        .order_by("position")
+        .values_list("position", "value", "original")
+    )
+    column = _PairColumn()
+    cursor = -1
+    while True:
+        rows = list(queryset.filter(position__gt=cursor)[:SCORE_CHUNK])
+        if not rows:
+            break
+        cursor = rows[-1][0]
+        for _, value, original_value in rows:
+            column.add(None if original_value is None else value, original_value)
+    if not len(column):
         return None
-    return round(delta_consistency(main, original_predictions, pairs), 4)
+    metric = get_metric(main.type)
+    statistics = _pair_statistics(metric, column, main.options)
+    value = metric.score_from_statistics(_summed(column.code_array(), statistics), main.options)
+    return round(float(value), 4)

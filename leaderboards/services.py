@@ -65,7 +65,11 @@ logger = logging.getLogger(__name__)
 
 DATASET_BATCH_SIZE = 2000
 PREDICTION_BATCH_SIZE = 2000
-DEFAULT_SHARD_SIZE = 2000
+# A shard job ends by draining its requests and the next one starts from none in flight;
+# at 2,000 examples (half a second against a local model) that drain and the job's fixed
+# queries cost a tenth of the throughput. Shards resume where they stopped, so a larger
+# shard loses nothing on a retry.
+DEFAULT_SHARD_SIZE = 10_000
 DEFAULT_PERTURBATION_SEED = "dynatask"
 PERTURBATION_KINDS = (PerturbationKind.FAIRNESS.value, PerturbationKind.ROBUSTNESS.value)
 
@@ -489,7 +493,7 @@ def evaluation_run_create(
 
     For an original dataset the runs of its perturbed copies are created too (their
     predictions feed the delta metrics of the original's Score). ``user`` (when given) must
-    own the task or the model. Shards are ``shard_size`` examples (default 2,000).
+    own the task or the model. Shards are ``shard_size`` examples (default 10,000).
     """
     if model.task_id != dataset.task_id:
         raise ServiceError("the model and the dataset belong to different tasks", code="run.task")
