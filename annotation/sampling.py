@@ -11,6 +11,10 @@ candidate id is drawn and the first candidate at or after it is taken (a bounded
 - ``least_fooled``: the smallest ``fooled_count``; ties broken at random.
 - ``failed_validation``: contexts whose examples were all settled incorrect (at least one);
   when there are none, falls back to ``least_used`` so workers are never stuck.
+
+Every strategy returns a context whenever the round (or tag) has one. Counters move under
+concurrent requests between the queries of one sampling; when the random pick comes back
+empty because of that, the least-used (or lowest-id) candidate is taken instead.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from django.db.models import F, Max, Min, QuerySet
+from django.db.models import F, Max, Min, QuerySet, Subquery
 
 from tasks.models import Context, ContextSampling, Round
 
@@ -28,14 +32,29 @@ def _random_at_or_after(queryset: QuerySet, rng: random.Random) -> Context | Non
     if bounds["low"] is None:
         return None
     pivot = rng.randint(bounds["low"], bounds["high"])
-    return queryset.filter(id__gte=pivot).order_by("id").first()
+    picked = queryset.filter(id__gte=pivot).order_by("id").first()
+    # Rows can leave the candidates between the two queries (a counter moved): never stuck.
+    return picked or queryset.order_by("id").first()
 
 
 def _least_by(queryset: QuerySet, counter: str, rng: random.Random) -> Context | None:
-    lowest = queryset.order_by(counter, "id").values_list(counter, flat=True).first()
-    if lowest is None:
-        return None
-    return _random_at_or_after(queryset.filter(**{counter: lowest}), rng)
+    """The candidates with the lowest ``counter``, one of them at random (two queries).
+
+    The lowest value and the id bounds of its candidates come from one statement. A counter
+    that moved meanwhile can empty the pick; then the least-``counter`` context is taken.
+    """
+    lowest = queryset.order_by(counter, "id").values(counter)[:1]
+    bounds = queryset.filter(**{counter: Subquery(lowest)}).aggregate(
+        low=Min("id"), high=Max("id"), value=Min(counter)
+    )
+    if bounds["low"] is not None:
+        pivot = rng.randint(bounds["low"], bounds["high"])
+        picked = (
+            queryset.filter(**{counter: bounds["value"], "id__gte": pivot}).order_by("id").first()
+        )
+        if picked is not None:
+            return picked
+    return queryset.order_by(counter, "id").first()
 
 
 def sample_least_used(queryset: QuerySet, rng: random.Random) -> Context | None:

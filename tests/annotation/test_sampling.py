@@ -6,6 +6,7 @@ import random
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
 from annotation.sampling import sample_context
@@ -84,3 +85,36 @@ def test_no_context_gives_none_and_queries_are_bounded(task, round_, strategy):
     with CaptureQueriesContext(connection) as queries:
         assert sample_context(round_, strategy) is not None
     assert len(queries) <= 4
+
+
+class _CountersMoveMeanwhile(random.Random):
+    """An rng whose draw lets other requests serve every context (the race of a busy site)."""
+
+    def randint(self, a, b):
+        Context.objects.update(
+            times_served=F("times_served") + 1, fooled_count=F("fooled_count") + 1
+        )
+        return super().randint(a, b)
+
+
+@pytest.mark.parametrize("strategy", list(ContextSampling.values))
+def test_a_context_comes_back_when_counters_move_between_queries(task, round_, strategy):
+    contexts = make(task, 5)
+    for seed in range(10):
+        picked = sample_context(round_, strategy, rng=_CountersMoveMeanwhile(seed))
+        assert picked is not None
+        assert picked.pk in {c.pk for c in contexts}
+
+
+def test_least_used_race_falls_back_to_the_least_served(task, round_):
+    contexts = make(task, 3)
+    Context.objects.filter(pk=contexts[0].pk).update(times_served=2)
+    picked = sample_context(round_, ContextSampling.LEAST_USED, rng=_CountersMoveMeanwhile(3))
+    assert picked.pk in {contexts[1].pk, contexts[2].pk}
+
+
+def test_least_used_takes_two_queries(task, round_):
+    make(task, 30)
+    with CaptureQueriesContext(connection) as queries:
+        assert sample_context(round_, ContextSampling.LEAST_USED) is not None
+    assert len(queries) == 2
