@@ -121,9 +121,15 @@ class ModelPublishSerializer(serializers.Serializer):
     published = serializers.BooleanField()
 
 
+# Upper bounds keep every number inside the column's range on every database (SQLite cannot
+# even bind an integer past 64 bits, so ``__in`` with one would be a 500 instead of a 404).
+MAX_ROUND_NUMBER = 2_147_483_647  # Round.number is a PositiveIntegerField
+MAX_ID = 9_223_372_036_854_775_807  # BigAutoField
+
+
 class ModelRoundsSerializer(serializers.Serializer):
     rounds = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ROUND_NUMBER),
         max_length=1000,
         help_text="Round numbers whose loop includes the model (all others are removed).",
     )
@@ -131,7 +137,7 @@ class ModelRoundsSerializer(serializers.Serializer):
 
 class LoopSerializer(serializers.Serializer):
     models = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
         max_length=1000,
         help_text="Ids of the models in the loop of this round (exactly these).",
     )

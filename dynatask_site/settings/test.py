@@ -1,9 +1,10 @@
-"""Test settings: fast hashing, loopback model servers allowed, PostgreSQL via DATABASE_URL."""
+"""Test settings: fast hashing, loopback model servers allowed, the database of DATABASE_URL."""
 
 import os
+from pathlib import Path
 
 from dynatask_site.settings.base import *  # noqa: F403
-from dynatask_site.settings.base import DATABASES
+from dynatask_site.settings.base import BASE_DIR, DATABASES
 
 DEBUG = False
 SECRET_KEY = "test-only-secret-key"  # noqa: S105
@@ -12,6 +13,19 @@ MODELS_HUB_ALLOWED_HOSTS = ["localhost", "127.0.0.1", "::1"]
 EXPORT_WORKER_ID_SALT = "test-salt"
 AXES_ENABLED = os.environ.get("AXES_ENABLED_IN_TESTS", "0") == "1"
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite's test database is in memory by default, which only the test's own thread sees:
+    # live_server, the RQ SimpleWorker threads and the evaluation thread pools need a file.
+    # It sits next to the DATABASE_URL file (prefixed "test_") so parallel runs with different
+    # DATABASE_URLs do not share it. base.py's WAL and busy timeout apply to it too.
+    _name = str(DATABASES["default"].get("NAME") or "")
+    if _name and _name != ":memory:" and not _name.startswith("file:"):
+        _path = Path(_name)
+        _test_name = _path.with_name(f"test_{_path.name}")
+    else:
+        _test_name = BASE_DIR / "var" / "test_db.sqlite3"
+    _test_name.parent.mkdir(parents=True, exist_ok=True)
+    DATABASES["default"]["TEST"] = {"NAME": str(_test_name)}
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
