@@ -20,6 +20,7 @@ from annotation.models import Example, ExampleStatus
 from models_hub.errors import ModelCallError
 from models_hub.models import Model
 from models_hub.services import predict_live
+from tasks.errors import NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +123,15 @@ def sandbox_prediction_job(model_id: int, inputs: dict[str, Any]) -> dict[str, A
     }
 
 
-def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any]) -> str:
+SANDBOX_ACTOR_META = "actor"
+
+
+def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any], actor_key: str) -> str:
+    """Queue a sandbox prediction for the actor ``actor_key`` (``Actor.key``); return its id.
+
+    The key goes into the job's meta: only that actor may read the answer
+    (``sandbox_job``), whoever else learns the job id.
+    """
     job = _queue().enqueue(
         sandbox_prediction_job,
         model.pk,
@@ -130,6 +139,7 @@ def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any]) -> str:
         job_timeout=job_timeout(model),
         result_ttl=RESULT_TTL_SECONDS,
         failure_ttl=FAILURE_TTL_SECONDS,
+        meta={SANDBOX_ACTOR_META: actor_key},
     )
     return job.id
 
@@ -143,14 +153,31 @@ def wait_for_job(job_id: str, seconds: float) -> bool:
     return bool(response)
 
 
-def sandbox_result(job_id: str) -> dict[str, Any] | None:
-    """Return the sandbox job's answer, None while it runs, or a failure description."""
+def sandbox_job(job_id: str, actor_key: str):
+    """Return sandbox job ``job_id`` of the actor ``actor_key``, or None when it expired.
+
+    Raise ``NotFound`` when the job is not a sandbox job of this actor (another worker's
+    sandbox, a live job): a job id alone gives no access to an answer.
+    """
     from rq.exceptions import NoSuchJobError
     from rq.job import Job
 
     try:
         job = Job.fetch(job_id, connection=_queue().connection)
     except NoSuchJobError:
+        return None
+    if not actor_key or job.meta.get(SANDBOX_ACTOR_META) != actor_key:
+        raise NotFound("no such sandbox answer")
+    return job
+
+
+def sandbox_result(job_id: str, actor_key: str) -> dict[str, Any] | None:
+    """Return the actor's sandbox answer, None while it runs, or a failure description.
+
+    Raise ``NotFound`` for a job that is not a sandbox job of ``actor_key``.
+    """
+    job = sandbox_job(job_id, actor_key)
+    if job is None:
         return {"ok": False, "code": "sandbox.expired", "message": "The answer expired."}
     result = job.latest_result()
     if result is None:

@@ -231,9 +231,9 @@ def _sandbox(request, task, round_, config, context, form, data, goal_label):
         sandbox["message"] = "No model is in the loop of this round."
     else:
         inputs = services.model_inputs(config, data, context_data, uid="sandbox")
-        job_id = jobs.enqueue_sandbox_prediction(model, inputs)
+        job_id = jobs.enqueue_sandbox_prediction(model, inputs, request.actor.key)
         jobs.wait_for_job(job_id, sync_wait_seconds())
-        sandbox.update(_sandbox_view(task, config, data, job_id))
+        sandbox.update(_sandbox_view(task, config, data, job_id, request.actor))
     form = CreateForm(request.POST, config=config)
     form.is_valid()
     return _create_page(
@@ -241,8 +241,8 @@ def _sandbox(request, task, round_, config, context, form, data, goal_label):
     )
 
 
-def _sandbox_view(task, config, data, job_id) -> dict:
-    result = jobs.sandbox_result(job_id)
+def _sandbox_view(task, config, data, job_id, actor) -> dict:
+    result = jobs.sandbox_result(job_id, actor.key)
     view = {"job_id": job_id, "pending": result is None}
     if result is not None and result.get("ok"):
         output = result.get("output") or {}
@@ -265,10 +265,12 @@ def sandbox_status(request, code: str, job_id: str):
     task = selectors.task_for_actor(code, request.actor)
     if not job_id.replace("-", "").isalnum():
         raise Http404
-    jobs.wait_for_job(job_id, poll_wait_seconds())
+    # Only the worker who asked reads the answer (NotFound otherwise), checked before waiting.
+    if jobs.sandbox_job(job_id, request.actor.key) is not None:
+        jobs.wait_for_job(job_id, poll_wait_seconds())
     # The sandbox keeps nothing: the inputs come back from the page for the verdict.
     data = {}
-    sandbox = _sandbox_view(task, task.config, data, job_id)
+    sandbox = _sandbox_view(task, task.config, data, job_id, request.actor)
     sandbox["hide_verdict"] = True
     return render(request, "annotation/_sandbox_result.html", {"task": task, "sandbox": sandbox})
 

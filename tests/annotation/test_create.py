@@ -320,6 +320,39 @@ def test_sandbox_stores_nothing(client, worker, sentiment_model, background_work
     assert not RoundStats.objects.filter(collected__gt=0).exists()
 
 
+def test_sandbox_answer_is_only_for_the_worker_who_asked(
+    client, worker, sentiment_model, background_worker, settings
+):
+    settings.ANNOTATION_POLL_WAIT_SECONDS = 5
+    job_id = jobs.enqueue_sandbox_prediction(
+        sentiment_model, {"uid": "sandbox", "statement": POSITIVE}, f"u:{worker.pk}"
+    )
+    url = reverse("annotation:sandbox_status", args=["sentiment", job_id])
+    client.force_login(worker)
+    own = client.get(url)
+    assert own.status_code == 200 and "model-output-value" in own.content.decode()
+
+    client.force_login(UserFactory(username="snooper"))
+    refused = client.get(url)
+    assert refused.status_code == 404
+    assert "model-output-value" not in refused.content.decode()
+
+
+def test_sandbox_status_refuses_a_live_job_and_says_expired_for_an_unknown_one(
+    client, worker, sentiment_model, settings
+):
+    settings.ANNOTATION_POLL_WAIT_SECONDS = 0
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="positive")  # queues a live job
+    example = Example.objects.get()
+    live_id = jobs.live_job_id(example.pk, example.model_attempts)
+    live = client.get(reverse("annotation:sandbox_status", args=["sentiment", live_id]))
+    assert live.status_code == 404
+    unknown = reverse("annotation:sandbox_status", args=["sentiment", "0" * 8 + "-dead-beef"])
+    response = client.get(unknown)
+    assert response.status_code == 200 and "expired" in response.content.decode()
+
+
 def test_retain_input_keeps_the_context_and_the_text(client, worker, sentiment_task):
     ContextFactory(task=sentiment_task)
     ContextFactory(task=sentiment_task)
