@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -284,6 +285,20 @@ def _transport_error(
     )
 
 
+def _read_some(response: requests.Response) -> bytes:
+    """Read what is available of the body (b"" at its end), with requests' error types."""
+    try:
+        return response.raw.read1(READ_CHUNK_BYTES, decode_content=True)
+    except urllib3.exceptions.ProtocolError as error:
+        raise requests.exceptions.ChunkedEncodingError(error) from error
+    except urllib3.exceptions.DecodeError as error:
+        raise requests.exceptions.ContentDecodingError(error) from error
+    except urllib3.exceptions.ReadTimeoutError as error:
+        raise requests.exceptions.ConnectionError(error) from error
+    except urllib3.exceptions.SSLError as error:
+        raise requests.exceptions.SSLError(error) from error
+
+
 def _read_capped(
     response: requests.Response, max_bytes: int, deadline: float, secrets: tuple[str, ...]
 ) -> bytes:
@@ -295,7 +310,13 @@ def _read_capped(
         )
     chunks: list[bytes] = []
     total = 0
-    for chunk in response.iter_content(READ_CHUNK_BYTES):
+    while True:
+        # ``read1`` returns whatever the socket has (at most READ_CHUNK_BYTES) instead of
+        # waiting for a full chunk, so the deadline is checked after every read and a body
+        # trickled byte by byte ends at the deadline, not at RQ's job timeout.
+        chunk = _read_some(response)
+        if not chunk:
+            break
         total += len(chunk)
         if total > max_bytes:
             raise ModelResponseTooLarge(
