@@ -6,14 +6,16 @@
 The scenarios live in ``tests/faults/`` (they also run in the default test command):
 
 - a slow-loris model never holds a web request beyond the create page's wait;
-- a slow-loris model never holds a live worker beyond the model's timeout (a known bug,
-  marked as a strict expected failure until ``models_hub/transport.py`` is fixed);
+- a slow-loris model never holds a live worker beyond the model's timeout (the body is read
+  with ``read1`` and the total deadline is checked after every read);
 - the model server killed (-9) during live collection: the worker sees the failure, no example
   is lost, and a retry works once the server is back on its port;
 - a private Redis killed (-9) and restarted during collection: no example is lost and the
-  site and the workers recover.
-
-Not covered yet: kill -9 of an eval worker in the middle of a run (see bench/README.md).
+  site and the workers recover;
+- an eval worker (``manage.py rqworker eval`` and its job horse) killed (-9) in the middle of
+  a run, then a new worker started: the run completes with one prediction per example and
+  its Score equals that of an uninterrupted run of the same outputs
+  (``test_eval_worker_kill.py``; ``leaderboards.jobs.EvalWorker`` re-enqueues dead shards).
 Uses ``DATABASE_URL`` / ``REDIS_URL`` like the tests (PostgreSQL and Redis on loopback).
 """
 

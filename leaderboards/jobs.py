@@ -8,19 +8,32 @@ Job functions live at module level, take ids, are idempotent and return JSON-rea
 - ``rescore_task_job(task_id)``: recompute a task's scores from stored predictions.
 
 Enqueueing happens after the transaction commits (``services`` use ``on_commit``), so a
-worker never looks for rows that are not visible yet. A failing or killed shard job is
-marked failed by ``on_shard_failure``; the run page then offers a Retry.
+worker never looks for rows that are not visible yet. A failing shard job is marked failed
+by ``on_shard_failure``; the run page then offers a Retry.
+
+A worker killed outright (``kill -9``, OOM, lost host) leaves its shard ``running`` with a
+job nobody runs. ``EvalWorker`` (run it with ``rqworker eval --worker-class
+leaderboards.jobs.EvalWorker``) calls ``shards_recover`` when it starts and at each
+maintenance pass: unfinished shards of active runs whose job is no longer alive are enqueued
+again and resume from their stored predictions. The dead job's late "abandoned" failure
+callback is then ignored, since the shard names its new job.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import socket
 from typing import Any
 
 import django_rq
+from django.db import connections
 from redis.exceptions import RedisError
 from rq import Callback
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+from rq.worker import Worker
 
 from leaderboards import evaluation, services
 from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus
@@ -60,6 +73,11 @@ def on_shard_failure(job, connection, exc_type, exc_value, traceback) -> None:
     shard_id = job.args[0] if job.args else None
     if shard_id is None:
         return
+    current_job = (
+        EvaluationShard.objects.filter(pk=shard_id).values_list("job_id", flat=True).first()
+    )
+    if current_job and current_job != job.id:
+        return  # a dead job whose shard was enqueued again (``shards_recover``)
     message = f"the evaluation job stopped: {exc_type.__name__}"
     with contextlib.suppress(EvaluationShard.DoesNotExist):
         evaluation.shard_fail(int(shard_id), "run.job_failed", message)
@@ -141,3 +159,70 @@ def enqueue_rescore(task_id: int) -> str | None:
         logger.warning("cannot enqueue the rescore of task %s: %s", task_id, error)
         return None
     return job.id
+
+
+# -- recovery of shards whose worker died ----------------------------------------------------
+_WAITING = (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
+
+
+def _job_alive(job_id: str, connection) -> bool:
+    """Return True when job ``job_id`` waits in a queue or runs in a live worker."""
+    if not job_id:
+        return False
+    try:
+        job = Job.fetch(job_id, connection=connection)
+    except NoSuchJobError:
+        return False
+    status = job.get_status(refresh=False)
+    if status in _WAITING:
+        return True
+    if status != JobStatus.STARTED or not job.worker_name:
+        return False
+    key = Worker.redis_worker_namespace_prefix + job.worker_name
+    worker = Worker.find_by_key(key, connection=connection)
+    if worker is None:
+        return False  # its heartbeat expired
+    if worker.hostname == socket.gethostname() and worker.pid:
+        try:
+            os.kill(worker.pid, 0)  # on this host a dead pid is known at once
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+    return True
+
+
+def shards_recover(connection=None) -> int:
+    """Enqueue again the unfinished shards of active runs whose job is not alive; return how many.
+
+    Idempotent and safe to run from several workers: a shard run twice keeps one prediction
+    per example (stored ones are skipped, inserts ignore conflicts) and the run is finalized
+    once (the claim is a conditional update).
+    """
+    connection = connection or queue().connection
+    shards = EvaluationShard.objects.filter(
+        status__in=(RunStatus.QUEUED, RunStatus.RUNNING),
+        run__status__in=(RunStatus.QUEUED, RunStatus.RUNNING),
+    ).order_by("run_id", "index")
+    recovered = 0
+    for shard in shards:
+        if _job_alive(shard.job_id, connection):
+            continue
+        logger.warning("re-enqueueing evaluation shard %s: job %r is gone", shard.pk, shard.job_id)
+        if enqueue_shard(shard):
+            recovered += 1
+    return recovered
+
+
+class EvalWorker(Worker):
+    """The ``eval`` queue's worker: recovers dead workers' shards at start and every maintenance."""
+
+    def run_maintenance_tasks(self):
+        super().run_maintenance_tasks()
+        try:
+            shards_recover(self.connection)
+        except Exception:  # recovery must never stop the worker
+            logger.exception("the recovery of evaluation shards failed")
+        finally:
+            # This process forks the job horses: they must not share its database socket.
+            connections.close_all()
