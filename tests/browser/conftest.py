@@ -44,13 +44,27 @@ def _require_chromium() -> None:
     pytest.skip(message)
 
 
+# One Playwright per process. A module elsewhere that imports these fixtures gets its own
+# session-scoped copy, and a second sync_playwright() in this thread fails ("using Playwright
+# Sync API inside the asyncio loop"): the copies share this one, the last to finish stops it.
+_PLAYWRIGHT: dict = {"instance": None, "users": 0}
+
+
 @pytest.fixture(scope="session")
 def playwright_instance():
     _require_chromium()
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        yield playwright
+    if _PLAYWRIGHT["instance"] is None:
+        _PLAYWRIGHT["instance"] = sync_playwright().start()
+    _PLAYWRIGHT["users"] += 1
+    try:
+        yield _PLAYWRIGHT["instance"]
+    finally:
+        _PLAYWRIGHT["users"] -= 1
+        if _PLAYWRIGHT["users"] == 0:
+            _PLAYWRIGHT["instance"].stop()
+            _PLAYWRIGHT["instance"] = None
 
 
 @pytest.fixture(scope="session")
