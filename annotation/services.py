@@ -16,11 +16,12 @@ Rules kept here, nowhere else:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -70,6 +71,40 @@ def _is_creator(example: Example, actor: Actor) -> bool:
 def _require_creator(example: Example, actor: Actor) -> None:
     if not _is_creator(example, actor):
         raise PermissionDenied("only the example's writer can do this")
+
+
+# -- deadlocks ----------
+# PostgreSQL's "deadlock detected" and "could not serialize access": the transaction was rolled
+# back as a whole, so running it again is safe.
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+DEADLOCK_ATTEMPTS = 3
+
+
+def _retry_on_deadlock(function):
+    """Run ``function`` again (up to ``DEADLOCK_ATTEMPTS`` times) after a deadlock.
+
+    The counters are always taken in one order (see ``annotation.stats._apply``); a worker
+    acting in two tabs at once can still cross a validation with its own submit. Inside an
+    outer transaction nothing is retried: only the outermost block may start over.
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
+            try:
+                return function(*args, **kwargs)
+            except OperationalError as error:
+                retryable = getattr(error.__cause__, "sqlstate", None) in RETRYABLE_SQLSTATES
+                if (
+                    not retryable
+                    or attempt == DEADLOCK_ATTEMPTS
+                    or transaction.get_connection().in_atomic_block
+                ):
+                    raise
+                logger.warning("%s: deadlock, attempt %s, retrying", function.__name__, attempt)
+        raise AssertionError("unreachable")
+
+    return wrapper
 
 
 # -- the model inputs ----------
@@ -125,6 +160,7 @@ def _enqueue_live(example: Example) -> None:
     transaction.on_commit(lambda: jobs.enqueue_live_prediction(example_id, attempt, timeout))
 
 
+@_retry_on_deadlock
 def example_submit(
     *,
     task: Task,
@@ -195,6 +231,7 @@ def _locked(example_id: int) -> Example:
     return example
 
 
+@_retry_on_deadlock
 def example_record_model_answer(
     example_id: int,
     *,
@@ -326,6 +363,7 @@ def example_save_metadata(example: Example, actor: Actor, data: Mapping) -> Exam
     return locked
 
 
+@_retry_on_deadlock
 def example_retract(example: Example, actor: Actor) -> Example:
     """Withdraw an example (once): it leaves the validation queue and the counts."""
     _require_creator(example, actor)
@@ -395,6 +433,7 @@ def _settle(example: Example, state: str, *, by_owner: bool) -> None:
         stats.stats_example_settled(example, previous)
 
 
+@_retry_on_deadlock
 def validation_submit(
     *,
     example_id: int,

@@ -1,0 +1,147 @@
+"""Hot-path guarantees: one lock order for the cached counters, deadlocks retried, the
+parsed config shared by every request of a process."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from django.db import OperationalError, connection
+from django.test.utils import CaptureQueriesContext
+
+from annotation import services, stats
+from tasks import models as task_models
+from tests.factories import ContextFactory, ExampleFactory, UserFactory
+
+
+def _updated_tables(queries) -> list[str]:
+    order = []
+    for query in queries:
+        sql = query["sql"]
+        if sql.startswith(("UPDATE", "INSERT")):
+            table = sql.split('"')[1]
+            counters = ("tasks_context", "annotation_workerstats", "annotation_roundstats")
+            # A missing row is an UPDATE then an INSERT of the same table: count it once.
+            if table in counters and (not order or order[-1] != table):
+                order.append(table)
+    return order
+
+
+LOCK_ORDER = ["tasks_context", "annotation_workerstats", "annotation_roundstats"]
+
+
+@pytest.mark.django_db
+def test_counters_are_taken_context_then_worker_then_round(task):
+    context = ContextFactory(task=task)
+    example = ExampleFactory(task=task, context=context, model_wrong=None, time_spent_ms=1200)
+    with CaptureQueriesContext(connection) as created:
+        stats.stats_example_created(example)
+    assert _updated_tables(created) == ["annotation_workerstats", "annotation_roundstats"]
+
+    example.model_wrong = True
+    with CaptureQueriesContext(connection) as verdict:
+        stats.stats_example_verdict(example)
+    assert _updated_tables(verdict) == LOCK_ORDER
+
+    with CaptureQueriesContext(connection) as retracted:
+        stats.stats_example_retracted(example)
+    assert _updated_tables(retracted) == LOCK_ORDER  # one move, not two
+
+
+@pytest.mark.django_db
+def test_time_spent_moves_with_the_example_in_one_update(task):
+    example = ExampleFactory(task=task, model_wrong=None, time_spent_ms=1500)
+    stats.stats_example_created(example)  # creates the rows
+    again = ExampleFactory(task=task, user=example.user, model_wrong=None, time_spent_ms=500)
+    with CaptureQueriesContext(connection) as queries:
+        stats.stats_example_created(again)
+    assert _updated_tables(queries) == ["annotation_workerstats", "annotation_roundstats"]
+    row = stats.WorkerStats.objects.get(user=example.user)
+    assert (row.examples, row.time_spent_ms) == (2, 2000)
+
+
+def _deadlock() -> OperationalError:
+    error = OperationalError("deadlock detected")
+    error.__cause__ = psycopg.errors.DeadlockDetected("deadlock detected")
+    return error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deadlocked_service_runs_again():
+    calls = []
+
+    @services._retry_on_deadlock
+    def service():
+        calls.append(1)
+        if len(calls) < 3:
+            raise _deadlock()
+        return "done"
+
+    assert service() == "done" and len(calls) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_other_errors_and_endless_deadlocks_are_raised():
+    @services._retry_on_deadlock
+    def broken():
+        raise OperationalError("connection lost")
+
+    with pytest.raises(OperationalError, match="connection lost"):
+        broken()
+
+    calls = []
+
+    @services._retry_on_deadlock
+    def stuck():
+        calls.append(1)
+        raise _deadlock()
+
+    with pytest.raises(OperationalError):
+        stuck()
+    assert len(calls) == services.DEADLOCK_ATTEMPTS
+
+
+@pytest.mark.django_db
+def test_no_retry_inside_an_outer_transaction():
+    calls = []
+
+    @services._retry_on_deadlock
+    def service():
+        calls.append(1)
+        raise _deadlock()
+
+    with pytest.raises(OperationalError):
+        service()  # the test's own transaction is the outer block
+    assert len(calls) == 1
+
+
+@pytest.mark.django_db
+def test_parsed_config_is_shared_between_objects_and_follows_the_text(task):
+    version = task.current_config
+    first = task_models.TaskConfigVersion.objects.get(pk=version.pk).parsed
+    second = task_models.TaskConfigVersion.objects.get(pk=version.pk).parsed
+    assert first is second  # parsed once for the process
+
+    edited = task_models.TaskConfigVersion.objects.get(pk=version.pk)
+    edited.yaml_text = version.yaml_text.replace("\n", "\n\n", 1)
+    assert edited.parsed is not first  # another text is parsed again
+    assert edited.parsed == first
+
+
+def test_the_parsed_config_cache_is_bounded(monkeypatch):
+    from tests.factories import demo_config
+
+    monkeypatch.setattr(task_models, "PARSED_CACHE_SIZE", 2)
+    monkeypatch.setattr(task_models, "_parsed_cache", {})
+    text = demo_config("sentiment")
+    for version_id in range(5):
+        task_models.parsed_config_cached(version_id, text)
+    assert len(task_models._parsed_cache) == 2
+
+
+@pytest.mark.django_db
+def test_worker_without_rows_gets_them_created(task):
+    user = UserFactory()
+    example = ExampleFactory(task=task, user=user, model_wrong=None, time_spent_ms=700)
+    stats.stats_example_created(example)
+    row = stats.WorkerStats.objects.get(user=user)
+    assert (row.examples, row.time_spent_ms) == (1, 700)
