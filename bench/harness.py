@@ -49,15 +49,23 @@ class Processes:
         self.items: list[tuple[str, subprocess.Popen]] = []
         atexit.register(self.stop)
 
-    def start(self, name: str, command: list[str], env: dict, quiet: bool = True):
+    def start(self, name: str, command: list[str], env: dict, quiet: bool = True, log_path=None):
+        """Start ``command``; with ``log_path`` its stdout and stderr go to that file."""
+        if log_path is not None:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+            output = open(log_path, "ab")  # noqa: SIM115 - the child keeps it open
+        else:
+            output = subprocess.DEVNULL if quiet else None
         process = subprocess.Popen(
             command,
             cwd=ROOT,
             env=env,
-            stdout=subprocess.DEVNULL if quiet else None,
-            stderr=subprocess.DEVNULL if quiet else None,
+            stdout=output,
+            stderr=output,
             start_new_session=True,
         )
+        if log_path is not None:
+            output.close()
         self.items.append((name, process))
         return process
 
@@ -150,14 +158,19 @@ def start_model_server(processes: Processes, env: dict, handler: str = DEMO_SENT
     return process, port
 
 
-def start_rq_worker(processes: Processes, env: dict, queues=("live",), simple: bool = True):
+def start_rq_worker(
+    processes: Processes, env: dict, queues=("live",), simple: bool = True, log_path=None
+):
     command = [PYTHON, "manage.py", "rqworker", *queues]
     if simple:
         command += ["--worker-class", "rq.worker.SimpleWorker"]
-    return processes.start("rqworker:" + ",".join(queues), command, env)
+    return processes.start("rqworker:" + ",".join(queues), command, env, log_path=log_path)
 
 
-def start_gunicorn(processes: Processes, env: dict, workers: int = 2, threads: int = 1):
+def start_gunicorn(
+    processes: Processes, env: dict, workers: int = 2, threads: int = 1, log_path=None
+):
+    """Start gunicorn (gthread when ``threads`` > 1, keep-alive on); errors to ``log_path``."""
     port = free_port()
     process = processes.start(
         "gunicorn",
@@ -176,10 +189,15 @@ def start_gunicorn(processes: Processes, env: dict, workers: int = 2, threads: i
             "30",
             "--graceful-timeout",
             "5",
+            "--worker-class",
+            "gthread" if threads > 1 else "sync",
+            "--keep-alive",
+            "5",
             "--log-level",
             "warning",
         ],
         env,
+        log_path=log_path,
     )
     wait_for_port(port, 30)
     return process, port
