@@ -1,0 +1,61 @@
+"""Helpers of the end-to-end browser scenarios: signed-in pages, real loopback model servers
+and a real RQ ``eval`` worker thread (no mocks)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from models_hub.server import make_server
+from tests.leaderboards.evalkit import KeywordSentiment
+
+VIEWPORT = {"width": 1280, "height": 1000}
+
+
+def signed_in_page(browser, login, user):
+    """Return ``(context, page)`` of a fresh browser context signed in as ``user``."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(15_000)
+    if user is not None:
+        login(context, user)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.js_errors = errors
+    return context, page
+
+
+class SlowKeywordSentiment(KeywordSentiment):
+    """The deterministic keyword sentiment model, ``delay`` seconds per batch."""
+
+    def __init__(self, delay: float = 0.05, **kwargs):
+        super().__init__(**kwargs)
+        self.delay = delay
+
+    def predict(self, batch):
+        time.sleep(self.delay)
+        return super().predict(batch)
+
+
+@contextlib.contextmanager
+def model_server(handler):
+    """A ``models_hub.server`` for ``handler`` on a free loopback port."""
+    server = make_server(handler, "127.0.0.1", 0)
+    server.start_in_thread()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def eval_worker():
+    """The ``eval`` queue run by a SimpleWorker thread (as ``rqworker eval`` would)."""
+    from tests.annotation.conftest import BackgroundWorker
+
+    worker = BackgroundWorker("eval").start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
