@@ -6,12 +6,16 @@ In one run, on a throwaway database, against one model server in its own process
 standing in for inference):
 
 - ``bare``: a bare client sends the same batches (``--batch-size``) at the same concurrency
-  (``--concurrency`` threads calling ``models_hub.client.predict``), nothing stored;
-- ``ours``: a worker process runs the evaluation jobs of N examples: ``eval_shard_job`` for
-  every shard (default shard size), then ``finalize_run_job``, exactly as the eval queue
-  would. examples/s counts the shard jobs (reading, sending, writing predictions);
-- memory: the same worker run at 10k and at 100k examples, each in a fresh process; the peak
-  resident memory (``ru_maxrss``) of the two is compared.
+  (``--concurrency`` threads calling ``models_hub.client.predict``), nothing stored; it runs
+  just before and just after the worker, and their mean is the reference;
+- ``ours``: one process builds the dataset, the model and the run (``evaluation_run_create``,
+  default shard size); then a fresh worker process runs the evaluation jobs: ``eval_shard_job``
+  for every shard, then ``finalize_run_job``, exactly as the eval queue would. examples/s
+  counts the shard jobs (reading, sending, writing predictions);
+- memory: the same worker run at 10k and at 100k examples, each in a fresh process that only
+  runs the jobs (as an eval worker does); the peak resident memory (``VmHWM``) of the two
+  is compared. Building 100k rows in the worker's own process would measure the benchmark's
+  bulk inserts, not the worker.
 
 Prints one JSON line: ``examples``, ``examples_per_second``, ``bare_examples_per_second``,
 ``ratio_vs_bare`` (target >= 0.9), ``peak_rss_mb_10k``, ``peak_rss_mb_100k``,
@@ -111,15 +115,16 @@ def bare_run(url: str, count: int, batch_size: int, concurrency: int) -> float:
     return count / (time.perf_counter() - started)
 
 
-def worker_run(url: str, count: int, batch_size: int, concurrency: int) -> dict:
-    """In this (fresh) process: build the dataset and model, run the jobs, report."""
+def setup_run(url: str, count: int, batch_size: int, concurrency: int) -> dict:
+    """In a process of its own: build the dataset, the model and the run; return the run id."""
     from django.contrib.auth import get_user_model
 
-    from leaderboards import jobs, services
+    from leaderboards import services
     from leaderboards.models import Dataset, DatasetExample
     from models_hub.models import Model
     from tasks import services as task_services
 
+    _use_null_queue()
     code = f"bench{count}"
     task = task_services.task_create(code=code, name=code, yaml_text=config_yaml())
     owner = get_user_model().objects.create(username=f"bench{count}")
@@ -142,7 +147,6 @@ def worker_run(url: str, count: int, batch_size: int, concurrency: int) -> dict:
             DatasetExample.objects.bulk_create(batch)
             batch = []
     DatasetExample.objects.bulk_create(batch)
-    del batch
     dataset.row_count = count
     dataset.save()
     model = Model.objects.create(
@@ -153,31 +157,65 @@ def worker_run(url: str, count: int, batch_size: int, concurrency: int) -> dict:
         batch_size=batch_size,
         max_concurrency=concurrency,
     )
-    import django_rq
-
-    # The jobs are called the way a worker calls them; Redis is not needed for that.
-    django_rq.get_queue = lambda *args, **kwargs: _NullQueue()
-    setup_peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     run = services.evaluation_run_create(model, dataset)
+    return {"run_id": run.pk}
+
+
+def worker_run(run_id: int) -> dict:
+    """In a fresh process, as an eval worker: run every shard job, then finalize; report.
+
+    The data was built by another process (``setup_run``), so the peak resident memory is
+    the jobs' own, not the benchmark's bulk inserts.
+    """
+    from leaderboards import jobs
+    from leaderboards.models import EvaluationRun
+
+    _use_null_queue()
+    run = EvaluationRun.objects.get(pk=run_id)
     shard_ids = list(run.shards.order_by("index").values_list("pk", flat=True))
+    start_kb = _peak_rss_kb()
     started = time.perf_counter()
     for shard_id in shard_ids:
         result = jobs.eval_shard_job(shard_id)
         assert result["status"] == "done", result
     shard_seconds = time.perf_counter() - started
-    peak_after_shards_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_after_shards_kb = _peak_rss_kb()
     started = time.perf_counter()
-    final = jobs.finalize_run_job(run.pk)
+    final = jobs.finalize_run_job(run_id)
     assert final["status"] == "done", final
     finalize_seconds = time.perf_counter() - started
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_kb = _peak_rss_kb()
     return {
-        "examples_per_second": count / shard_seconds,
+        "examples_per_second": run.total / shard_seconds,
+        "shards": len(shard_ids),
         "finalize_seconds": finalize_seconds,
         "peak_rss_mb": peak_kb / 1024,
-        "peak_rss_mb_setup": setup_peak_kb / 1024,
+        "peak_rss_mb_start": start_kb / 1024,
         "peak_rss_mb_after_shards": peak_after_shards_kb / 1024,
     }
+
+
+def _peak_rss_kb() -> int:
+    """Return this process's peak resident memory in kB.
+
+    ``VmHWM`` where there is one (Linux): ``ru_maxrss`` survives ``fork`` and ``exec``, so
+    a fresh worker would report at least the benchmark parent's own peak.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _use_null_queue() -> None:
+    import django_rq
+
+    # The jobs are called the way a worker calls them; Redis is not needed for that.
+    django_rq.get_queue = lambda *args, **kwargs: _NullQueue()
 
 
 class _NullQueue:
@@ -187,14 +225,14 @@ class _NullQueue:
         return type("Job", (), {"id": "bench"})()
 
 
-def child(count: int, options) -> dict:
+def child(mode: str, value: int, options) -> dict:
     env = dict(os.environ, BENCH_DB_NAME=options.db_name)
     output = subprocess.run(
         [
             sys.executable,
             __file__,
-            "--worker",
-            str(count),
+            f"--{mode}",
+            str(value),
             "--url",
             options.url,
             "--batch-size",
@@ -210,6 +248,12 @@ def child(count: int, options) -> dict:
     return json.loads(output.strip().splitlines()[-1])
 
 
+def evaluate(count: int, options) -> dict:
+    """Build a run of ``count`` examples, then evaluate it in a fresh worker process."""
+    run_id = child("setup", count, options)["run_id"]
+    return child("worker", run_id, options)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -218,6 +262,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--model-ms", type=float, default=20.0)
+    parser.add_argument("--setup", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--url", default=None, help=argparse.SUPPRESS)
@@ -227,10 +272,17 @@ def main() -> None:
     if options.serve:
         serve(options.serve, options.model_ms)
         return
+    if options.setup:
+        _benchdb.use_database(os.environ["BENCH_DB_NAME"])
+        print(
+            json.dumps(
+                setup_run(options.url, options.setup, options.batch_size, options.concurrency)
+            )
+        )
+        return
     if options.worker:
         _benchdb.use_database(os.environ["BENCH_DB_NAME"])
-        result = worker_run(options.url, options.worker, options.batch_size, options.concurrency)
-        print(json.dumps(result))
+        print(json.dumps(worker_run(options.worker)))
         return
 
     examples = options.examples or (20_000 if options.quick else 100_000)
@@ -260,9 +312,13 @@ def main() -> None:
             options.batch_size,
             options.concurrency,
         )
-        small_run = child(small, options)
-        large_run = child(examples, options)
-        bare = bare_run(options.url, examples, options.batch_size, options.concurrency)
+        small_run = evaluate(small, options)
+        # The bare client runs just before and just after the worker, and the comparison uses
+        # their mean: other load on the machine drifts over a minute-long run.
+        bare_before = bare_run(options.url, examples, options.batch_size, options.concurrency)
+        large_run = evaluate(examples, options)
+        bare_after = bare_run(options.url, examples, options.batch_size, options.concurrency)
+        bare = (bare_before + bare_after) / 2
     finally:
         server.terminate()
         server.wait()
@@ -273,6 +329,7 @@ def main() -> None:
         "examples": examples,
         "examples_per_second": round(large_run["examples_per_second"], 1),
         "bare_examples_per_second": round(bare, 1),
+        "bare_before_after": [round(bare_before, 1), round(bare_after, 1)],
         "ratio_vs_bare": round(large_run["examples_per_second"] / bare, 3),
         "finalize_seconds": round(large_run["finalize_seconds"], 2),
         "memory_small_examples": small,

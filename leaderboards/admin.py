@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -35,6 +36,8 @@ class DatasetAdmin(OwnerScopedAdmin):
     search_fields = ["name", "slug"]
     fields = ["name", "access_type", "round", "description", "source_url", "weight"]
     actions = ["generate_robustness", "generate_fairness", "evaluate_again"]
+    # As the upload form does: a source URL typed without a scheme is https.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def get_urls(self):
         own = [

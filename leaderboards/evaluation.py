@@ -2,16 +2,20 @@
 
 Shards
     ``shard_execute(shard_id)`` reads the shard's examples (positions ``[start, end)``) in
-    position order, in chunks, **skipping those that already have a prediction in the run**:
-    a shard whose worker was killed resumes where it stopped, and the finished run holds
-    exactly one prediction per example. Batches of ``model.batch_size`` go to the endpoint
-    through ``models_hub.client``, with up to ``model.max_concurrency`` requests in flight
-    (worker threads only do HTTP; this thread reads and writes the database, overlapping
-    both). Predictions are bulk-written every ``WRITE_CHUNK`` examples with
-    ``ignore_conflicts`` and the counters move with ``F()``. Retryable errors are retried
-    by the client (``EVAL_RETRY``); a terminal error fails the shard and the run, keeping
-    the predictions already made, the error code and the first bad response (an excerpt,
-    token scrubbed by the client).
+    position order, ``READ_CHUNK`` at a time, **skipping those that already have a
+    prediction in the run**: a shard whose worker was killed resumes where it stopped, and
+    the finished run holds exactly one prediction per example. Batches of
+    ``model.batch_size`` go to the endpoint through ``models_hub.client`` on
+    ``model.max_concurrency`` HTTP threads, with up to ``IN_FLIGHT_BATCHES_PER_SLOT`` batches
+    per thread queued ahead, so the threads never wait while this thread reads the next chunk
+    or writes. Every ``WRITE_CHUNK`` examples the answered batches are written by one
+    ``INSERT ... ON CONFLICT DO NOTHING`` whose single parameter is the batches as JSON (no
+    model instance or per-row adaptation in Python), in one transaction with the ``F()``
+    counters, committed without waiting for the WAL flush (a crash loses at most the last
+    writes, which the resumed shard sends again). Retryable errors are retried by the client
+    (``EVAL_RETRY``); a terminal error fails the shard and the run, keeping the predictions
+    already made, the error code and the first bad response (an excerpt, token scrubbed by
+    the client).
 
 Finalize
     The shard that completes last claims the run with a conditional update
@@ -22,11 +26,14 @@ Finalize
     the perturbed copies, and the job metrics: ``examples_per_second`` = examples sent /
     seconds of shard work (per worker, so it does not depend on how many workers ran),
     latency p50/p95 over the batch requests, memory from the endpoint's health report.
+    Predictions and gold are streamed ``SCORE_CHUNK`` rows at a time, PostgreSQL extracting
+    only the scored keys; each example keeps an ``int32`` code of its distinct
+    (prediction, gold) pair (``_PairColumn``), so memory does not grow with the outputs,
+    and the scores equal the ``tasks.metrics`` functions applied to whole lists.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import time
@@ -57,7 +64,6 @@ from models_hub import client as model_client
 from models_hub.errors import ModelCallError
 from models_hub.selectors import endpoint_spec
 from models_hub.transport import RetryPolicy
-from tasks.config import parse_task_config
 from tasks.config.types import TaskConfig
 from tasks.metrics import (
     CORPUS_METRIC_MAX_RESAMPLES,
@@ -92,12 +98,6 @@ def use_client(client: model_client.ModelClient | None, retry: RetryPolicy | Non
     global _client_override, _retry_override
     _client_override = client
     _retry_override = retry
-
-
-@functools.lru_cache(maxsize=16)
-def _parsed_config(yaml_text: str) -> TaskConfig:
-    """Parse a config once per worker process: every shard job of a run would re-parse it."""
-    return parse_task_config(yaml_text)
 
 
 # -- shards ----------------------------------------------------------------------------------
@@ -207,7 +207,8 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
         status=RunStatus.RUNNING, started_at=timezone.now()
     )
     model = run.model
-    config = _parsed_config(run.config_version.yaml_text)
+    # Parsed once per worker process (``TaskConfigVersion.parsed`` caches by version).
+    config: TaskConfig = run.config_version.parsed
     task_code = run.dataset.task.code
     try:
         endpoint = endpoint_spec(model)
