@@ -48,6 +48,11 @@ class TaskConfigField(forms.CharField):
         kwargs.setdefault("strip", False)
         super().__init__(**kwargs)
 
+    def to_python(self, value):
+        # Browsers submit textareas with CRLF; store the YAML with plain newlines.
+        value = super().to_python(value)
+        return value.replace("\r\n", "\n").replace("\r", "\n") if value else value
+
     def validate(self, value):
         super().validate(value)
         if not value and not self.required:

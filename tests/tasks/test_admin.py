@@ -185,3 +185,11 @@ def test_dynabench_configs_save_through_the_admin(client, admin_user_obj, name):
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert Task.objects.get(code=name).current_config.yaml_text == yaml_text
+
+
+def test_config_from_a_browser_textarea_is_stored_with_plain_newlines(client, admin_user_obj):
+    client.force_login(admin_user_obj)
+    crlf = demo_config("nli").replace("\n", "\r\n")
+    response = client.post(reverse("admin:tasks_task_add"), task_form_data(config_yaml=crlf))
+    assert response.status_code == 302
+    assert "\r" not in Task.objects.get(code="built").current_config.yaml_text
