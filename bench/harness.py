@@ -191,8 +191,9 @@ def start_gunicorn(
             "5",
             "--worker-class",
             "gthread" if threads > 1 else "sync",
+            # Longer than any pause of a client between two requests: no reset races.
             "--keep-alive",
-            "5",
+            "75",
             "--log-level",
             "warning",
         ],

@@ -86,11 +86,11 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=None)
     options = parser.parse_args()
     n = options.n or (50 if options.quick else 200)
-    redis_url = harness.redis_url_for_bench(15)
-    harness.flush_redis(redis_url)
     database = harness.ThrowawayDatabase("dynatask_bench_submit")
     processes = harness.Processes()
-    env = harness.base_env(database.url, redis_url)
+    # A redis-server of its own: a shared Redis database is flushed by other benchmark runs.
+    _redis, redis_port = harness.start_redis(processes)
+    env = harness.base_env(database.url, f"redis://127.0.0.1:{redis_port}/0")
     try:
         database.create(env)
         _model, port = harness.start_model_server(processes, env)
@@ -107,7 +107,6 @@ def main() -> int:
         connections.close_all()
         processes.stop()
         database.drop()
-        harness.flush_redis(redis_url)
     print(json.dumps(result), flush=True)
     return 0
 
