@@ -27,6 +27,13 @@ value for the main metric or for a metric of positive weight is *incomplete*: it
 Dynascore, takes no part in the AMRS, and is listed after the ranked models with the
 metrics it misses (never dropped). Inputs are never mutated. Bad inputs raise
 ``DynascoreError`` with a stable code.
+
+``compute_dynascores`` and ``average_over_datasets`` are the reference (dicts in, dicts
+out). ``compute_dynascore_arrays`` and ``average_over_datasets_array`` are the same maths
+on numpy arrays for large leaderboards (NaN = missing value): same checks, same error
+codes and the same floats, bit for bit (every ``math.fsum`` of the reference is an
+``fsum`` or a single correctly rounded addition there). Tests compare the two on random
+tables.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+import numpy as np
 
 HIGHER = "higher"
 LOWER = "lower"
@@ -259,6 +268,22 @@ def compute_dynascores(
     )
 
 
+def _checked_dataset_weights(dataset_weights: Mapping[str, float]) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for dataset, weight in dataset_weights.items():
+        number = _finite_number(weight, BAD_DATASET_WEIGHT, f"the weight of {dataset!r}")
+        if number < 0:
+            raise DynascoreError(
+                BAD_DATASET_WEIGHT, f"dataset {dataset!r}: weights cannot be negative"
+            )
+        weights[dataset] = number
+    if weights and not any(weights.values()):
+        raise DynascoreError(
+            ALL_WEIGHTS_ZERO, "every dataset weight is 0: give a scoring dataset a weight"
+        )
+    return weights
+
+
 def average_over_datasets(
     per_dataset: Mapping[str, Mapping[str, Mapping[str, float | None]]],
     dataset_weights: Mapping[str, float] | None = None,
@@ -275,18 +300,7 @@ def average_over_datasets(
         names = sorted({dataset for datasets in per_dataset.values() for dataset in datasets})
         weights = dict.fromkeys(names, 1.0)
     else:
-        weights = {}
-        for dataset, weight in dataset_weights.items():
-            number = _finite_number(weight, BAD_DATASET_WEIGHT, f"the weight of {dataset!r}")
-            if number < 0:
-                raise DynascoreError(
-                    BAD_DATASET_WEIGHT, f"dataset {dataset!r}: weights cannot be negative"
-                )
-            weights[dataset] = number
-        if weights and not any(weights.values()):
-            raise DynascoreError(
-                ALL_WEIGHTS_ZERO, "every dataset weight is 0: give a scoring dataset a weight"
-            )
+        weights = _checked_dataset_weights(dataset_weights)
     scoring = [dataset for dataset, weight in weights.items() if weight > 0]
 
     metrics_of: dict[str, list[str]] = {dataset: [] for dataset in scoring}
@@ -319,3 +333,255 @@ def average_over_datasets(
             row[metric] = math.fsum(weighted) / total if total else None
         averages[model] = row
     return averages
+
+
+# -- the array fast path ---------------------------------------------------------------------
+# The same maths on numpy arrays, for leaderboards of thousands of models. NaN stands for a
+# missing value (None above). Element-wise operations are done in the same order as above,
+# so they round alike; every sum that the reference takes with ``math.fsum`` is taken with
+# ``math.fsum`` here too (or, for one or two terms, with one IEEE addition, which rounds the
+# exact sum just as ``fsum`` does), so both paths give the same floats, bit for bit.
+
+
+def weighted_row_means(values: np.ndarray, weights: Sequence[float]) -> np.ndarray:
+    """Return ``fsum(w_j * x_j) / sum(w_j)`` for each row of ``values`` (n x k), NaN if any NaN.
+
+    The weights are positive and summed in order, as in ``average_over_datasets``.
+    """
+    values = np.asarray(values, dtype=float)
+    count, width = values.shape
+    if width == 0:
+        return np.full(count, np.nan)
+    products = values * np.asarray(weights, dtype=float)
+    if width <= 2:
+        # One correctly rounded addition is the exactly rounded sum, as fsum returns;
+        # zeros (the sign of zero) and overflows are left to fsum below.
+        sums = products.sum(axis=1) if width == 2 else products[:, 0].copy()
+        redo = np.flatnonzero(~(np.isfinite(sums) & (sums != 0)) & ~np.isnan(products).any(axis=1))
+    else:
+        sums = np.full(count, np.nan)
+        redo = np.flatnonzero(~np.isnan(products).any(axis=1))
+    for index, row in zip(redo.tolist(), products[redo].tolist(), strict=True):
+        sums[index] = math.fsum(row)
+    total = 0.0
+    for weight in weights:
+        total += weight
+    return sums / total
+
+
+def average_over_datasets_array(
+    values: np.ndarray, datasets: Sequence[str], dataset_weights: Mapping[str, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``average_over_datasets`` of a models x datasets x metrics array (NaN = missing).
+
+    ``datasets`` names the second axis; ``dataset_weights`` selects and weighs the scoring
+    datasets as in ``average_over_datasets`` (same checks, same errors). Return the models x
+    metrics averages (NaN where the reference gives None) and, per metric, whether some
+    scoring dataset has it (the metrics the reference lists in each row).
+    """
+    weights = _checked_dataset_weights(dataset_weights)
+    count, _, metric_count = values.shape
+    averages = np.full((count, metric_count), np.nan)
+    listed = np.zeros(metric_count, dtype=bool)
+    position = {name: index for index, name in enumerate(datasets)}
+    scoring = [
+        (position[name], weight)
+        for name, weight in weights.items()
+        if weight > 0 and name in position
+    ]
+    if not scoring or count == 0:
+        return averages, listed
+    selected = values[:, [index for index, _ in scoring], :]
+    if np.isinf(selected).any():
+        raise DynascoreError(BAD_VALUE, "dataset values must be finite numbers (NaN: missing)")
+    has_metric = ~np.isnan(selected).all(axis=0)  # scoring dataset x metric
+    for metric in range(metric_count):
+        columns = np.flatnonzero(has_metric[:, metric])
+        if columns.size:
+            listed[metric] = True
+            averages[:, metric] = weighted_row_means(
+                selected[:, columns, metric], [scoring[column][1] for column in columns.tolist()]
+            )
+    return averages, listed
+
+
+@dataclass(frozen=True, eq=False)
+class DynascoreArrays:
+    """``compute_dynascores`` as arrays over the models in the order they were given.
+
+    ``dynascores`` is NaN and ``ranks`` 0 for incomplete models; ``order`` lists the model
+    positions in ranking order (complete models by Dynascore, then incomplete ones by name).
+    ``model_score`` and ``as_result`` give the reference's objects.
+    """
+
+    models: tuple[str, ...]
+    metrics: tuple[str, ...]
+    dynascores: np.ndarray
+    ranks: np.ndarray
+    order: np.ndarray
+    converted: np.ndarray
+    contributions: np.ndarray
+    missing: Mapping[int, tuple[str, ...]]
+    amrs: Mapping[str, float]
+    normalized_weights: Mapping[str, float]
+    non_contributing_metrics: tuple[str, ...]
+
+    @property
+    def complete_count(self) -> int:
+        return len(self.models) - len(self.missing)
+
+    def model_score(self, index: int) -> ModelScore:
+        """Return the ``ModelScore`` of the model at ``index``, as ``compute_dynascores`` does."""
+        model = self.models[index]
+        if index in self.missing:
+            return ModelScore(model, None, None, missing_metrics=self.missing[index])
+        converted = {
+            name: value
+            for name, value in zip(self.metrics, self.converted[index].tolist(), strict=True)
+            if value == value  # not NaN
+        }
+        contributions = {
+            name: value
+            for name, value in zip(self.metrics, self.contributions[index].tolist(), strict=True)
+            if value == value
+        }
+        return ModelScore(
+            model=model,
+            dynascore=float(self.dynascores[index]),
+            rank=int(self.ranks[index]),
+            converted=MappingProxyType(converted),
+            contributions=MappingProxyType(contributions),
+        )
+
+    def as_result(self) -> DynascoreResult:
+        """Return the same ``DynascoreResult`` as ``compute_dynascores``."""
+        ranking = tuple(self.model_score(index) for index in self.order.tolist())
+        return DynascoreResult(
+            dynascores=MappingProxyType({score.model: score.dynascore for score in ranking}),
+            amrs=self.amrs,
+            normalized_weights=self.normalized_weights,
+            ranking=ranking,
+            incomplete=MappingProxyType(
+                {
+                    self.models[index]: names
+                    for index, names in sorted(
+                        self.missing.items(), key=lambda item: self.models[item[0]]
+                    )
+                }
+            ),
+            non_contributing_metrics=self.non_contributing_metrics,
+        )
+
+
+def compute_dynascore_arrays(
+    models: Sequence[str],
+    values: np.ndarray,
+    metrics: Sequence[MetricInput],
+    *,
+    main_metric: str,
+    epsilon: float = DEFAULT_EPSILON,
+) -> DynascoreArrays:
+    """Return ``compute_dynascores`` of a models x metrics array (columns in ``metrics`` order).
+
+    NaN means "no value" (None in the reference); an infinite value raises ``BAD_VALUE``
+    as in the reference. Model names must be distinct. Same checks, errors and numbers as the
+    reference, in O(models x metrics) numpy work plus one ``fsum`` per model.
+    """
+    by_name = _checked_metrics(metrics, main_metric)
+    epsilon = _finite_number(epsilon, BAD_EPSILON, "epsilon")
+    if epsilon < 0:
+        raise DynascoreError(BAD_EPSILON, f"epsilon cannot be negative, got {epsilon}")
+    names = tuple(by_name)
+    models = tuple(models)
+    values = np.asarray(values, dtype=float).reshape(len(models), len(names))
+    by_name_order = sorted(range(len(models)), key=models.__getitem__)
+    if np.isinf(values).any():
+        for index in by_name_order:
+            for column, name in enumerate(names):
+                value = values[index, column]
+                if math.isinf(value):
+                    _finite_number(
+                        float(value), BAD_VALUE, f"model {models[index]!r}, metric {name!r}"
+                    )
+    name_rank = np.empty(len(models), dtype=np.int64)
+    name_rank[by_name_order] = np.arange(len(models))
+
+    total_weight = math.fsum(float(metric.weight) for metric in by_name.values())
+    normalized_weights = {name: float(m.weight) / total_weight for name, m in by_name.items()}
+    main = names.index(main_metric)
+    required = [
+        column
+        for column, (name, metric) in enumerate(by_name.items())
+        if name == main_metric or metric.weight > 0
+    ]
+
+    converted = values.copy()
+    for column, metric in enumerate(by_name.values()):
+        if str(metric.direction) != HIGHER:
+            converted[:, column] = float(metric.offset) - values[:, column]
+    absent = np.isnan(converted)
+    incomplete_rows = absent[:, required].any(axis=1)
+    missing = {
+        index: tuple(names[column] for column in required if absent[index, column])
+        for index in np.flatnonzero(incomplete_rows).tolist()
+    }
+    complete = np.flatnonzero(~incomplete_rows)
+
+    # Complete models by the converted main metric, ties by name.
+    ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
+    perf = converted[ordered, main]
+    amrs: dict[str, float] = {}
+    for column, name in enumerate(names):
+        if column == main:
+            amrs[name] = 1.0
+            continue
+        usable = ~absent[ordered, column]
+        pair_perf = perf[usable]
+        pair_metric = converted[ordered, column][usable]
+        perf_steps = np.abs(pair_perf[1:] - pair_perf[:-1])
+        metric_steps = np.abs(pair_metric[1:] - pair_metric[:-1])
+        kept = perf_steps >= epsilon
+        if kept.any() and not perf_steps[kept].all():
+            raise ZeroDivisionError("float division by zero")  # epsilon 0 and equal perf
+        ratios = (metric_steps[kept] / perf_steps[kept]).tolist()
+        amrs[name] = math.fsum(ratios) / len(ratios) if ratios else 0.0
+    non_contributing = tuple(name for name, value in amrs.items() if value == 0)
+
+    contributing = np.array([amrs[name] > 0 for name in names], dtype=bool)
+    weight_row = np.array([normalized_weights[name] for name in names], dtype=float)
+    amrs_row = np.array([amrs[name] if amrs[name] > 0 else 1.0 for name in names], dtype=float)
+    contributions = np.full(values.shape, np.nan)
+    dynascores = np.full(len(models), np.nan)
+    if complete.size:
+        parts = weight_row * converted[complete] / amrs_row
+        parts[:, ~contributing] = np.nan
+        contributions[complete] = parts
+        # -0.0 is the neutral element of addition: absent parts leave every fsum as it was.
+        terms = np.where(np.isnan(parts), -0.0, parts).tolist()
+        dynascores[complete] = [math.fsum(row) for row in terms]
+
+    # Ranking: complete models by Dynascore (desc, ties by name), equal scores share a rank.
+    ranked = complete[np.lexsort((name_rank[complete], -dynascores[complete]))]
+    ranks = np.zeros(len(models), dtype=np.int64)
+    if ranked.size:
+        scores = dynascores[ranked]
+        new_score = np.ones(ranked.size, dtype=bool)
+        new_score[1:] = scores[1:] != scores[:-1]
+        positions = np.arange(1, ranked.size + 1)
+        ranks[ranked] = np.maximum.accumulate(np.where(new_score, positions, 0))
+    incomplete_order = np.array(
+        [index for index in by_name_order if index in missing], dtype=np.int64
+    )
+    return DynascoreArrays(
+        models=models,
+        metrics=names,
+        dynascores=dynascores,
+        ranks=ranks,
+        order=np.concatenate([ranked, incomplete_order]).astype(np.int64),
+        converted=converted,
+        contributions=contributions,
+        missing=MappingProxyType(missing),
+        amrs=MappingProxyType(amrs),
+        normalized_weights=MappingProxyType(normalized_weights),
+        non_contributing_metrics=non_contributing,
+    )

@@ -1,11 +1,17 @@
 """The leaderboard table: Dynascore glue, sorting, paging, trends (pure: no DB, no HTTP).
 
 Contract: ``build_leaderboard_table`` takes plain records (the models a viewer may see,
-their per-dataset scores, the visible datasets and the task config's metrics) and returns
-a typed ``LeaderboardTable``; ``leaderboards.selectors.leaderboard_table`` loads those
-records with a fixed number of queries and calls it. ``parse_leaderboard_query`` turns a
+their per-dataset scores as ``ScoreColumns`` or ``ScoreRecord`` objects, the visible
+datasets and the task config's metrics) and returns a typed ``LeaderboardTable``;
+``leaderboards.selectors.leaderboard_table`` loads those records with a fixed number of
+queries and calls it. ``parse_leaderboard_query`` turns a
 query string into weights, a sort key and a page; a bad value falls back to its default
 and adds a message, it never raises.
+
+Every model is scored and ordered with numpy arrays (models x datasets x metrics; the
+array fast path of ``leaderboards.dynascore``, equal to its reference to the last bit);
+only the page rows, the trends of the top models and the best model per tag are built
+as objects. The results are those of the former dict-based code, which the tests pin.
 
 How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard section 5):
 
@@ -31,14 +37,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
+from operator import methodcaller
 from typing import Any
+
+import numpy as np
 
 from leaderboards.dynascore import (
     LOWER,
+    DynascoreArrays,
     DynascoreError,
     MetricInput,
-    average_over_datasets,
-    compute_dynascores,
+    ModelScore,
+    average_over_datasets_array,
+    compute_dynascore_arrays,
+    weighted_row_means,
 )
 
 DEFAULT_PAGE_SIZE = 50
@@ -329,7 +343,7 @@ class DatasetRecord:
     default_weight: float
 
 
-# Slots and no freezing: a 1000-model board builds thousands of these per request.
+# Slots and no freezing: a caller may build thousands of these per request.
 @dataclass(slots=True)
 class ScoreRecord:
     model_id: int
@@ -354,28 +368,93 @@ class ScoreRecord:
         return _finite_or_none(value)
 
 
-def _metric_values(
-    score: ScoreRecord, names: Sequence[str], main_metric: str
-) -> dict[str, float | None]:
-    """Return every metric of ``score`` at once (``ScoreRecord.metric``, inlined for speed)."""
-    metrics = score.metrics if type(score.metrics) is dict else {}
-    values: dict[str, float | None] = {}
-    for name in names:
-        value = metrics.get(name)
-        if value is None:
-            column = SCORE_COLUMN_OF_METRIC.get(name)
-            if column is not None:
-                value = score.columns.get(column)
-            if value is None and name == main_metric:
-                value = score.main_value
-        kind = type(value)
-        if kind is float:
-            values[name] = value if math.isfinite(value) else None
-        elif kind is int:
-            values[name] = float(value)
+@dataclass(frozen=True)
+class ScoreColumns:
+    """Every Score of a board as parallel columns: position ``i`` of each is one Score.
+
+    What the selector loads: a 1,000-model board becomes a few lists, not thousands of
+    objects. ``metrics`` and ``per_tag`` hold the decoded JSON fields, ``columns`` the job
+    metric columns by column name (the values of ``SCORE_COLUMN_OF_METRIC``).
+    """
+
+    model_ids: Sequence[int]
+    dataset_slugs: Sequence[str]
+    metrics: Sequence[Any]
+    per_tag: Sequence[Any]
+    main_values: Sequence[float | None]
+    ci_lows: Sequence[float | None]
+    ci_highs: Sequence[float | None]
+    columns: Mapping[str, Sequence[float | None]]
+
+    @classmethod
+    def from_records(cls, records: Iterable[ScoreRecord]) -> ScoreColumns:
+        """Return the columns of ``records``."""
+        records = list(records)
+        names = dict.fromkeys(SCORE_COLUMN_OF_METRIC.values())
+        return cls(
+            model_ids=[record.model_id for record in records],
+            dataset_slugs=[record.dataset_slug for record in records],
+            metrics=[record.metrics for record in records],
+            per_tag=[record.per_tag for record in records],
+            main_values=[record.main_value for record in records],
+            ci_lows=[record.ci_low for record in records],
+            ci_highs=[record.ci_high for record in records],
+            columns={name: [record.columns.get(name) for record in records] for name in names},
+        )
+
+    def metric(self, name: str, main_metric: str) -> np.ndarray:
+        """Return every score's ``ScoreRecord.metric(name, main_metric)``, NaN for None."""
+        if self._all_metrics_are_dicts:
+            values = [metrics.get(name) for metrics in self.metrics]
         else:
-            values[name] = None
-    return values
+            values = [
+                metrics.get(name) if type(metrics) is dict else None for metrics in self.metrics
+            ]
+        if None in values:
+            fallback: Sequence[Any] | None = None
+            column = SCORE_COLUMN_OF_METRIC.get(name)
+            if column is not None and column in self.columns:
+                fallback = self.columns[column]
+            if name == main_metric:
+                fallback = (
+                    self.main_values
+                    if fallback is None
+                    else [
+                        main if value is None else value
+                        for value, main in zip(fallback, self.main_values, strict=True)
+                    ]
+                )
+            if fallback is not None:
+                values = [
+                    other if value is None else value
+                    for value, other in zip(values, fallback, strict=True)
+                ]
+        return _finite_array(values)
+
+    @cached_property
+    def _all_metrics_are_dicts(self) -> bool:
+        return set(map(type, self.metrics)) <= {dict}
+
+
+_PLAIN_NUMBER_TYPES = {float, int, type(None)}
+
+
+def _finite_array(values: Sequence[Any]) -> np.ndarray:
+    """Return ``_finite_or_none`` of each value as a float array, NaN for None."""
+    if set(map(type, values)) <= _PLAIN_NUMBER_TYPES:
+        # What JSON numbers and float columns decode to: numpy converts them (None to NaN)
+        # as ``float`` does. Anything else (bool, str, ...) takes the slow path: it is None.
+        array = np.array(values, dtype=float)
+    else:
+        array = np.array(
+            [
+                value if type(value) is float else float(value) if type(value) is int else None
+                for value in values
+            ],
+            dtype=float,
+        )
+    array[~np.isfinite(array)] = np.nan
+    return array
 
 
 # -- query parsing --------------------------------------------------------------------------
@@ -563,7 +642,7 @@ def build_leaderboard_table(
     metric_specs: Sequence[Any],
     datasets: Sequence[DatasetRecord],
     models: Sequence[ModelRecord],
-    scores: Iterable[ScoreRecord],
+    scores: ScoreColumns | Iterable[ScoreRecord],
     weights: LeaderboardWeights,
     sort: str = DEFAULT_SORT,
     page: int = 1,
@@ -573,9 +652,10 @@ def build_leaderboard_table(
 ) -> LeaderboardTable:
     """Return one page of the leaderboard of ``models`` (see the module docstring).
 
-    The Dynascore is computed over every model in one pass; only the page rows are built
-    into ``LeaderboardRow`` objects, so the cost of rendering does not grow with the
-    number of models.
+    The Dynascore of every model is computed in one pass on numpy arrays (the fast path of
+    ``leaderboards.dynascore``, equal to the reference to the last bit); every model is
+    ordered, but only the page rows are built into ``LeaderboardRow`` objects, so the
+    Python work per model is a few list and array operations.
     """
     notes = list(messages)
     main_spec = next((spec for spec in metric_specs if spec.is_main), None)
@@ -585,39 +665,30 @@ def build_leaderboard_table(
         dataset.slug: float(weights.datasets.get(dataset.slug, dataset.default_weight))
         for dataset in scoring
     }
-    model_by_id = {model.model_id: model for model in models}
-
-    # model key -> dataset slug -> metric -> value; one pass over the score records.
-    per_dataset: dict[str, dict[str, dict[str, float | None]]] = {}
-    score_of: dict[tuple[str, str], ScoreRecord] = {}
-    key_of = {model.model_id: f"{model.model_id:012d}" for model in models}
-    for key in key_of.values():
-        per_dataset[key] = {}
     metric_names = [spec.name for spec in metric_specs]
-    for score in scores:
-        key = key_of.get(score.model_id)
-        if key is None:
-            continue
-        score_of[(key, score.dataset_slug)] = score
-        per_dataset[key][score.dataset_slug] = _metric_values(score, metric_names, main_metric)
+    if not isinstance(scores, ScoreColumns):
+        scores = ScoreColumns.from_records(scores)
+    board = _Board.load(models, datasets, scores, metric_names, main_metric)
+    keys = board.keys
 
     error: str | None = None
     error_code: str | None = None
-    averages: dict[str, dict[str, float | None]] = {}
     try:
         # Datasets missing from ``dataset_weights`` (standard, hidden) are ignored by
-        # ``average_over_datasets``, so the per-dataset table is passed as it is.
-        averages = average_over_datasets(per_dataset, dataset_weights)
+        # the averaging, so every dataset of the board is passed.
+        averages, _ = average_over_datasets_array(board.values, board.slugs, dataset_weights)
     except DynascoreError as problem:
         error, error_code = problem.message, problem.code
-
+        averages = np.full((len(keys), len(board.metric_names)), np.nan)
+    has_value = ~np.isnan(averages).all(axis=0)
     available = {
-        name for row in averages.values() for name, value in row.items() if value is not None
+        name for name, has in zip(board.metric_names, has_value.tolist(), strict=True) if has
     }
+
     shown_specs = [spec for spec in metric_specs if spec.name in available or spec.is_main]
     hidden_metrics = tuple(spec.name for spec in metric_specs if spec not in shown_specs)
     offsets = {
-        spec.name: _offset(spec, averages, instance_memory_gb)
+        spec.name: _offset(spec, board.average_column(averages, spec.name), instance_memory_gb)
         for spec in shown_specs
         if str(spec.direction) == LOWER
     }
@@ -632,11 +703,12 @@ def build_leaderboard_table(
         if spec.name in available
     ]
 
-    result = None
+    result: DynascoreArrays | None = None
     if error is None and main_metric in available:
         try:
-            result = compute_dynascores(
-                {key: averages.get(key, {}) for key in per_dataset},
+            result = compute_dynascore_arrays(
+                keys,
+                averages[:, [board.metric_position[item.name] for item in metric_inputs]],
                 metric_inputs,
                 main_metric=main_metric,
             )
@@ -672,83 +744,77 @@ def build_leaderboard_table(
         for dataset in datasets
     )
 
-    # Order every model (cheap tuples), then build rows for the page only.
-    ranking = {score.model: score for score in result.ranking} if result is not None else {}
+    # The main metric's CI per model: dataset-weighted bounds (for the rows and "ci" sort).
+    weighted = [
+        (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
+        for dataset in scoring
+        if dataset_weights.get(dataset.slug, 0.0) > 0
+    ]
+    ci_columns = [position for position, _ in weighted]
+    ci_weights = [weight for _, weight in weighted]
+    ci_lows = weighted_row_means(board.ci_lows[:, ci_columns], ci_weights)
+    ci_highs = weighted_row_means(board.ci_highs[:, ci_columns], ci_weights)
+
+    # Order every model (arrays), then build rows for the page only.
     required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
 
-    def missing_of(key: str) -> tuple[str, ...]:
-        if key in ranking:
-            return tuple(ranking[key].missing_metrics)
-        if result is not None or error is not None:
+    def missing_of(index: int) -> tuple[str, ...]:
+        if result is not None:
+            return result.missing.get(index, ())
+        if error is not None:
             return ()
-        values = averages.get(key, {})
+        values = board.average_row(averages, index)
         return tuple(name for name in metric_names if name in required and values.get(name) is None)
 
-    def sort_value(key: str) -> float | str | None:
-        field_name = sort.removeprefix("-")
-        if field_name == "dynascore":
-            return ranking[key].dynascore if key in ranking else None
-        if field_name == "name":
-            model = model_by_id[int(key)]
-            return (model.name if model.show_identity else ANONYMOUS_NAME).lower()
-        if field_name == "ci":
-            return _main_ci(key, scoring, dataset_weights, score_of)[0]
-        if field_name.startswith(DATASET_SORT_PREFIX):
-            slug = field_name.removeprefix(DATASET_SORT_PREFIX)
-            record = score_of.get((key, slug))
-            return record.metric(main_metric, main_metric) if record else None
-        return averages.get(key, {}).get(field_name)
-
-    descending = sort.startswith("-")
-    keys = list(per_dataset)
-    # Ranked (complete) models first, incomplete ones below; inside each group missing
-    # values go last whichever the direction, and the model id breaks ties (stable pages).
-    keyed = []
-    for key in keys:
-        value = sort_value(key)
-        is_ranked = key in ranking and ranking[key].dynascore is not None
-        group = 0 if (is_ranked or result is None) else 1
-        keyed.append((group, value, key))
-
-    def order(item: tuple[int, Any, str]) -> tuple:
-        group, value, key = item
-        if value is None:
-            return (group, 1, 0, key)
-        if isinstance(value, str):
-            return (group, 0, value, key)
-        return (group, 0, -value if descending else value, key)
-
-    if sort.removeprefix("-") == "name" and descending:
-        keyed.sort(key=lambda item: (item[0], item[1] is None, item[2]))
-        keyed = _reverse_within_groups(keyed)
+    if result is None:
+        groups = np.zeros(len(keys), dtype=np.int64)
     else:
-        keyed.sort(key=order)
+        # Ranked (complete) models first, incomplete ones below.
+        groups = np.ones(len(keys), dtype=np.int64)
+        groups[result.order[: result.complete_count]] = 0
+    field_name = sort.removeprefix("-")
+    descending = sort.startswith("-")
+    if field_name == "name":
+        order = _order_by_name(board, groups, descending)
+    else:
+        if field_name == "dynascore":
+            values = result.dynascores if result is not None else np.full(len(keys), np.nan)
+        elif field_name == "ci":
+            values = ci_lows
+        elif field_name.startswith(DATASET_SORT_PREFIX):
+            values = board.main_on(field_name.removeprefix(DATASET_SORT_PREFIX))
+        else:
+            values = board.average_column(averages, field_name)
+        # Inside each group missing values go last whichever the direction, and the model
+        # key breaks ties (stable pages); ``keys`` are sorted, so a key's rank is its index.
+        missing = np.isnan(values)
+        signed = np.where(missing, 0.0, -values if descending else values)
+        order = np.lexsort((np.arange(len(keys)), signed, missing, groups)).tolist()
 
-    total_rows = len(keyed)
+    total_rows = len(order)
     page_count = max(1, math.ceil(total_rows / page_size))
     if page > page_count:
         notes.append(f"There are only {page_count} page(s): showing the last one.")
         page = page_count
     start = (page - 1) * page_size
-    page_keys = [key for _, _, key in keyed[start : start + page_size]]
+    shown_names = [spec.name for spec in shown_specs]
     rows = tuple(
         _row(
-            key,
-            model_by_id[int(key)],
-            ranking.get(key),
-            averages.get(key, {}),
-            [spec.name for spec in shown_specs],
+            board,
+            index,
+            result.model_score(index) if result is not None else None,
+            averages,
+            shown_names,
             datasets,
-            scoring,
-            dataset_weights,
-            score_of,
             main_metric,
-            missing_of(key),
+            ci_lows,
+            ci_highs,
+            missing_of(index),
         )
-        for key in page_keys
+        for index in order[start : start + page_size]
     )
 
-    trend_rounds, trends = _trends(result, scoring, score_of, main_metric, model_by_id)
+    trend_rounds, trends = _trends(result, scoring, board)
     return LeaderboardTable(
         task_code=task_code,
         main_metric=main_metric,
@@ -771,10 +837,156 @@ def build_leaderboard_table(
         error=error,
         error_code=error_code,
         messages=tuple(notes),
-        best_per_tag=_best_per_tag(scoring, dataset_weights, score_of, main_metric, model_by_id),
+        best_per_tag=_best_per_tag(board, dataset_weights, main_metric),
         trend_rounds=trend_rounds,
         trends=trends,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class _Board:
+    """The scores of the listed models as arrays: models (sorted keys) x datasets x metrics.
+
+    ``keys`` are the models' zero-padded ids, sorted; ``slugs`` the datasets (the listed
+    ones, then any other slug the scores name). NaN stands for a missing value; ``present``
+    says which (model, dataset) pairs have a Score. ``rows`` are the (model, dataset,
+    score position) of each Score of a listed model, in the order the scores came (the
+    last Score wins if a pair has two).
+    """
+
+    keys: list[str]
+    models: list[ModelRecord]
+    slugs: list[str]
+    slug_position: dict[str, int]
+    metric_names: list[str]
+    metric_position: dict[str, int]
+    values: np.ndarray
+    main: np.ndarray
+    present: np.ndarray
+    ci_lows: np.ndarray
+    ci_highs: np.ndarray
+    rows: list[tuple[int, int, int]]
+    per_tag: Sequence[Any]
+
+    @classmethod
+    def load(
+        cls,
+        models: Sequence[ModelRecord],
+        datasets: Sequence[DatasetRecord],
+        scores: ScoreColumns,
+        metric_names: Sequence[str],
+        main_metric: str,
+    ) -> _Board:
+        model_by_key = {f"{model.model_id:012d}": model for model in models}
+        keys = sorted(model_by_key)
+        key_position = {key: index for index, key in enumerate(keys)}
+        model_position = {
+            model.model_id: key_position[f"{model.model_id:012d}"] for model in models
+        }
+        slugs = list(dict.fromkeys([dataset.slug for dataset in datasets]))
+        slug_position = {slug: index for index, slug in enumerate(slugs)}
+        for slug in dict.fromkeys(scores.dataset_slugs):
+            if slug not in slug_position:
+                slug_position[slug] = len(slugs)
+                slugs.append(slug)
+        names = list(dict.fromkeys(metric_names))
+        metric_position = {name: index for index, name in enumerate(names)}
+
+        model_index = np.array(
+            [model_position.get(model_id, -1) for model_id in scores.model_ids], dtype=np.int64
+        )
+        dataset_index = np.array(
+            [slug_position[slug] for slug in scores.dataset_slugs], dtype=np.int64
+        )
+        kept = np.flatnonzero(model_index >= 0)
+        pairs = model_index[kept] * max(len(slugs), 1) + dataset_index[kept]
+        # The last Score of a (model, dataset) pair wins, listed where the pair first came.
+        _, last_reversed = np.unique(pairs[::-1], return_index=True)
+        if last_reversed.size != kept.size:
+            _, first = np.unique(pairs, return_index=True)
+            winners = len(pairs) - 1 - last_reversed
+            kept = kept[winners[np.argsort(first, kind="stable")]]
+        model_index = model_index[kept]
+        dataset_index = dataset_index[kept]
+
+        shape = (len(keys), len(slugs))
+        values = np.full((*shape, len(names)), np.nan)
+        if kept.size:
+            values[model_index, dataset_index, :] = (
+                np.column_stack([scores.metric(name, main_metric)[kept] for name in names])
+                if names
+                else np.zeros((kept.size, 0))
+            )
+        if main_metric in metric_position:
+            main = values[:, :, metric_position[main_metric]]
+        else:
+            main = np.full(shape, np.nan)
+            main[model_index, dataset_index] = scores.metric(main_metric, main_metric)[kept]
+        present = np.zeros(shape, dtype=bool)
+        present[model_index, dataset_index] = True
+        ci_lows = np.full(shape, np.nan)
+        ci_lows[model_index, dataset_index] = _finite_array(scores.ci_lows)[kept]
+        ci_highs = np.full(shape, np.nan)
+        ci_highs[model_index, dataset_index] = _finite_array(scores.ci_highs)[kept]
+        return cls(
+            keys=keys,
+            models=[model_by_key[key] for key in keys],
+            slugs=slugs,
+            slug_position=slug_position,
+            metric_names=names,
+            metric_position=metric_position,
+            values=values,
+            main=main,
+            present=present,
+            ci_lows=ci_lows,
+            ci_highs=ci_highs,
+            rows=list(
+                zip(model_index.tolist(), dataset_index.tolist(), kept.tolist(), strict=True)
+            ),
+            per_tag=scores.per_tag,
+        )
+
+    def average_column(self, averages: np.ndarray, name: str) -> np.ndarray:
+        """Return every model's average of metric ``name`` (NaN when it has none)."""
+        if name not in self.metric_position:
+            return np.full(len(self.keys), np.nan)
+        return averages[:, self.metric_position[name]]
+
+    def average_row(self, averages: np.ndarray, index: int) -> dict[str, float | None]:
+        """Return the averages of the model at ``index`` by metric name (None when missing)."""
+        return {
+            name: _none_if_nan(value)
+            for name, value in zip(self.metric_names, averages[index].tolist(), strict=True)
+        }
+
+    def main_on(self, slug: str) -> np.ndarray:
+        """Return every model's main metric on dataset ``slug`` (NaN when it has none)."""
+        if slug not in self.slug_position:
+            return np.full(len(self.keys), np.nan)
+        return self.main[:, self.slug_position[slug]]
+
+    def display_name(self, index: int) -> str:
+        model = self.models[index]
+        return model.name if model.show_identity else ANONYMOUS_NAME
+
+
+def _none_if_nan(value: float) -> float | None:
+    return None if value != value else value
+
+
+def _order_by_name(board: _Board, groups: np.ndarray, descending: bool) -> list[int]:
+    """Return the model positions by display name (case-folded) inside each group."""
+    keyed = [
+        (group, board.display_name(index).lower(), board.keys[index])
+        for index, group in enumerate(groups.tolist())
+    ]
+    if descending:
+        keyed.sort(key=lambda item: (item[0], item[1] is None, item[2]))
+        keyed = _reverse_within_groups(keyed)
+    else:
+        keyed.sort(key=lambda item: (item[0], 0, item[1], item[2]))
+    position = {key: index for index, key in enumerate(board.keys)}
+    return [position[key] for _, _, key in keyed]
 
 
 def _reverse_within_groups(keyed: list[tuple[int, Any, str]]) -> list[tuple[int, Any, str]]:
@@ -788,60 +1000,39 @@ def _reverse_within_groups(keyed: list[tuple[int, Any, str]]) -> list[tuple[int,
     return result
 
 
-def _offset(spec: Any, averages: Mapping[str, Mapping[str, float | None]], memory: float) -> float:
+def _offset(spec: Any, averages: np.ndarray, memory: float) -> float:
     if spec.name == MEMORY_METRIC:
         return float(memory)
-    observed = [row.get(spec.name) for row in averages.values()]
-    values = [value for value in observed if value is not None]
+    values = [value for value in averages.tolist() if value == value]
     return max(values) if values else 0.0
 
 
-def _main_ci(
-    key: str,
-    scoring: Sequence[DatasetRecord],
-    dataset_weights: Mapping[str, float],
-    score_of: Mapping[tuple[str, str], ScoreRecord],
-) -> tuple[float | None, float | None]:
-    lows: list[tuple[float, float | None]] = []
-    highs: list[tuple[float, float | None]] = []
-    for dataset in scoring:
-        weight = dataset_weights.get(dataset.slug, 0.0)
-        if weight <= 0:
-            continue
-        record = score_of.get((key, dataset.slug))
-        lows.append((weight, _finite_or_none(record.ci_low) if record else None))
-        highs.append((weight, _finite_or_none(record.ci_high) if record else None))
-    if not lows:
-        return None, None
-    return _weighted_mean(lows), _weighted_mean(highs)
-
-
 def _row(
-    key: str,
-    model: ModelRecord,
-    ranked: Any,
-    averages: Mapping[str, float | None],
+    board: _Board,
+    index: int,
+    ranked: ModelScore | None,
+    averages: np.ndarray,
     shown_metrics: Sequence[str],
     datasets: Sequence[DatasetRecord],
-    scoring: Sequence[DatasetRecord],
-    dataset_weights: Mapping[str, float],
-    score_of: Mapping[tuple[str, str], ScoreRecord],
     main_metric: str,
+    ci_lows: np.ndarray,
+    ci_highs: np.ndarray,
     missing: tuple[str, ...],
 ) -> LeaderboardRow:
-    ci_low, ci_high = _main_ci(key, scoring, dataset_weights, score_of)
+    model = board.models[index]
     cells = {}
     for dataset in datasets:
-        record = score_of.get((key, dataset.slug))
+        position = board.slug_position[dataset.slug]
         cells[dataset.slug] = (
             DatasetCell(
-                record.metric(main_metric, main_metric),
-                _finite_or_none(record.ci_low),
-                _finite_or_none(record.ci_high),
+                _none_if_nan(float(board.main[index, position])),
+                _none_if_nan(float(board.ci_lows[index, position])),
+                _none_if_nan(float(board.ci_highs[index, position])),
             )
-            if record is not None
+            if board.present[index, position]
             else DatasetCell(None)
         )
+    values = board.average_row(averages, index)
     return LeaderboardRow(
         rank=ranked.rank if ranked is not None else None,
         model_id=model.model_id,
@@ -849,9 +1040,9 @@ def _row(
         owner_name=model.owner_name if model.show_identity else ANONYMOUS_OWNER,
         is_anonymous=not model.show_identity,
         dynascore=ranked.dynascore if ranked is not None else None,
-        metrics={name: averages.get(name) for name in shown_metrics},
-        ci_low=ci_low,
-        ci_high=ci_high,
+        metrics={name: values.get(name) for name in shown_metrics},
+        ci_low=_none_if_nan(float(ci_lows[index])),
+        ci_high=_none_if_nan(float(ci_highs[index])),
         datasets=cells,
         incomplete=bool(missing),
         missing_metrics=missing,
@@ -860,69 +1051,136 @@ def _row(
 
 
 def _best_per_tag(
-    scoring: Sequence[DatasetRecord],
-    dataset_weights: Mapping[str, float],
-    score_of: Mapping[tuple[str, str], ScoreRecord],
-    main_metric: str,
-    model_by_id: Mapping[int, ModelRecord],
+    board: _Board, dataset_weights: Mapping[str, float], main_metric: str
 ) -> tuple[TagLeader, ...]:
-    """Return, per example tag, the model with the best weighted main metric on it."""
-    weighted: dict[tuple[str, str], list[float]] = {}
-    for (key, slug), record in score_of.items():
-        weight = dataset_weights.get(slug, 0.0)
-        if weight <= 0 or not isinstance(record.per_tag, Mapping):
+    """Return, per example tag, the model with the best weighted main metric on it.
+
+    A model's value on a tag is the dataset-weighted mean of its per-tag main metric
+    (sums taken in score order); the best value wins, the smaller model key on a tie.
+    """
+    weight_of = [dataset_weights.get(slug, 0.0) for slug in board.slugs]
+    rows = [row for row in board.rows if weight_of[row[1]] > 0]
+    per_tag = board.per_tag
+    tag_maps = [per_tag[position] for _, _, position in rows]
+    all_dicts = set(map(type, tag_maps)) <= {dict}
+    inner = list(chain.from_iterable(map(dict.values, tag_maps))) if all_dicts else []
+    if all_dicts and set(map(type, inner)) <= {dict}:
+        names, tag_index, model_index, totals, weights = _tag_sums_from_arrays(
+            rows, tag_maps, inner, weight_of, main_metric
+        )
+    else:
+        weighted = _tag_sums(rows, tag_maps, weight_of, main_metric)
+        names = list(dict.fromkeys(tag for tag, _ in weighted))
+        position = {name: index for index, name in enumerate(names)}
+        tag_index = np.array([position[tag] for tag, _ in weighted], dtype=np.int64)
+        model_index = np.array([model for _, model in weighted], dtype=np.int64)
+        totals = np.array([total for total, _ in weighted.values()], dtype=float)
+        weights = np.array([weight for _, weight in weighted.values()], dtype=float)
+    if not names:
+        return ()
+    values = totals / weights
+    # Per tag: the best value, then the smaller model position (keys are sorted, so the
+    # smaller key) on a tie.
+    order = np.lexsort((model_index, -values, tag_index))
+    first = order[np.flatnonzero(np.diff(tag_index[order], prepend=-1) != 0)]
+    leaders = {
+        names[tag]: (value, model)
+        for tag, value, model in zip(
+            tag_index[first].tolist(),
+            values[first].tolist(),
+            model_index[first].tolist(),
+            strict=True,
+        )
+    }
+    return tuple(
+        TagLeader(tag, board.display_name(leaders[tag][1]), leaders[tag][0])
+        for tag in sorted(leaders)
+    )
+
+
+def _tag_sums_from_arrays(
+    rows: Sequence[tuple[int, int, int]],
+    tag_maps: Sequence[dict],
+    inner: Sequence[dict],
+    weight_of: Sequence[float],
+    main_metric: str,
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``_tag_sums`` as arrays when every per-tag value is a dict (what JSON gives).
+
+    Returns the tag names and, per (tag, model) pair, the tag's index, the model position,
+    the sum of weight * value and the sum of weights. The pairs are flattened with C-level
+    iteration; ``np.add.at`` adds in index order, that is in score order, from 0.0 as
+    ``_tag_sums`` does.
+    """
+    empty = np.zeros(0, dtype=np.int64)
+    tags = list(chain.from_iterable(tag_maps))
+    if not set(map(type, tags)) <= {str}:
+        tags = [str(tag) for tag in tags]
+    values = _finite_array(list(map(methodcaller("get", main_metric), inner)))
+    counts = np.fromiter(map(len, tag_maps), dtype=np.int64, count=len(tag_maps))
+    model_index = np.repeat(np.array([row[0] for row in rows], dtype=np.int64), counts)
+    weights = np.repeat(np.array([weight_of[row[1]] for row in rows], dtype=float), counts)
+    kept = np.flatnonzero(~np.isnan(values))
+    if not kept.size:
+        return [], empty, empty, np.zeros(0), np.zeros(0)
+    names = list(dict.fromkeys(tags))
+    position = {name: index for index, name in enumerate(names)}
+    tag_index = np.array(list(map(position.__getitem__, tags)), dtype=np.int64)[kept]
+    model_index = model_index[kept]
+    width = int(model_index.max()) + 1
+    unique, inverse = np.unique(tag_index * width + model_index, return_inverse=True)
+    totals = np.zeros(unique.size)
+    weight_totals = np.zeros(unique.size)
+    np.add.at(totals, inverse, weights[kept] * values[kept])
+    np.add.at(weight_totals, inverse, weights[kept])
+    return names, unique // width, unique % width, totals, weight_totals
+
+
+def _tag_sums(
+    rows: Sequence[tuple[int, int, int]],
+    tag_maps: Sequence[Any],
+    weight_of: Sequence[float],
+    main_metric: str,
+) -> dict[tuple[str, int], tuple[float, float]]:
+    """Return (tag, model position) -> (sum of weight * value, sum of weights)."""
+    weighted: dict[tuple[str, int], list[float]] = {}
+    for (model_index, dataset_index, _), tags in zip(rows, tag_maps, strict=True):
+        weight = weight_of[dataset_index]
+        if not isinstance(tags, Mapping):
             continue
-        for tag, values in record.per_tag.items():
+        for tag, values in tags.items():
             value = (
                 _finite_or_none(values.get(main_metric)) if isinstance(values, Mapping) else None
             )
             if value is None:
                 continue
-            sums = weighted.setdefault((str(tag), key), [0.0, 0.0])
+            sums = weighted.setdefault((str(tag), model_index), [0.0, 0.0])
             sums[0] += weight * value
             sums[1] += weight
-    best: dict[str, tuple[float, str]] = {}
-    for (tag, key), (total, weight) in weighted.items():
-        value = total / weight
-        current = best.get(tag)
-        if current is None or value > current[0] or (value == current[0] and key < current[1]):
-            best[tag] = (value, key)
-    leaders = []
-    for tag in sorted(best):
-        value, key = best[tag]
-        model = model_by_id[int(key)]
-        leaders.append(TagLeader(tag, model.name if model.show_identity else ANONYMOUS_NAME, value))
-    return tuple(leaders)
+    return {key: (total, weight) for key, (total, weight) in weighted.items()}
 
 
 def _trends(
-    result: Any,
-    scoring: Sequence[DatasetRecord],
-    score_of: Mapping[tuple[str, str], ScoreRecord],
-    main_metric: str,
-    model_by_id: Mapping[int, ModelRecord],
+    result: DynascoreArrays | None, scoring: Sequence[DatasetRecord], board: _Board
 ) -> tuple[tuple[int, ...], tuple[TrendSeries, ...]]:
     """Return the rounds and, for the top models, the main metric on each round's datasets."""
     rounds = sorted({d.round_number for d in scoring if d.round_number is not None})
     if result is None or not rounds:
         return tuple(rounds), ()
-    top = [score.model for score in result.ranking if score.rank is not None][:TREND_MODEL_COUNT]
+    top = result.order[: min(TREND_MODEL_COUNT, result.complete_count)].tolist()
     series = []
-    for key in top:
+    for index in top:
         values = []
         for number in rounds:
             pairs = []
             for dataset in scoring:
                 if dataset.round_number != number:
                     continue
-                record = score_of.get((key, dataset.slug))
-                if record is None:
+                position = board.slug_position[dataset.slug]
+                if not board.present[index, position]:
                     continue
                 # Every dataset of the round counts equally: trends compare rounds, not weights.
-                pairs.append((1.0, record.metric(main_metric, main_metric)))
+                pairs.append((1.0, _none_if_nan(float(board.main[index, position]))))
             values.append(_weighted_mean([pair for pair in pairs if pair[1] is not None]))
-        model = model_by_id[int(key)]
-        series.append(
-            TrendSeries(model.name if model.show_identity else ANONYMOUS_NAME, tuple(values))
-        )
+        series.append(TrendSeries(board.display_name(index), tuple(values)))
     return tuple(rounds), tuple(series)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.http import QueryDict
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from leaderboards.models import Dataset, Score
 from leaderboards.selectors import (
@@ -14,8 +18,16 @@ from leaderboards.selectors import (
     leaderboard_table,
     parse_leaderboard_query,
 )
-from leaderboards.tables import LeaderboardWeights
+from leaderboards.tables import (
+    DatasetRecord,
+    LeaderboardWeights,
+    ModelRecord,
+    ScoreColumns,
+    ScoreRecord,
+    build_leaderboard_table,
+)
 from models_hub.models import Model
+from tasks.config import parse_task_config
 from tests.factories import DatasetFactory, ModelFactory, UserFactory
 
 MAIN = "macro_f1"
@@ -455,3 +467,96 @@ def test_as_dict_is_json_serialisable_and_inputs_unchanged(task, two_datasets):
     assert (dict(weights.metrics), dict(weights.datasets)) == before
     text = json.dumps(table.as_dict())
     assert math.isfinite(json.loads(text)["rows"][0]["dynascore"])
+
+
+# -- the columnar loading (pure) -------------------------------------------------------------
+
+json_values = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.booleans(),
+    st.sampled_from(["1.5", "text", ""]),
+    st.just([1.0]),
+)
+score_records = st.builds(
+    ScoreRecord,
+    model_id=st.integers(min_value=1, max_value=5),
+    dataset_slug=st.sampled_from(["alpha", "beta"]),
+    metrics=st.one_of(
+        st.dictionaries(
+            st.sampled_from([MAIN, "latency_p95_ms", "memory_utilization", "fairness"]),
+            json_values,
+        ),
+        st.sampled_from([[], "not a dict"]),
+    ),
+    per_tag=st.just({}),
+    main_value=st.one_of(st.none(), st.floats(allow_nan=True)),
+    ci_low=st.none(),
+    ci_high=st.none(),
+    columns=st.fixed_dictionaries(
+        {"latency_p95_ms": st.one_of(st.none(), st.floats()), "memory_gb": st.none()}
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(score_records, max_size=8))
+def test_score_columns_extract_metrics_as_score_records_do(records):
+    columns = ScoreColumns.from_records(records)
+    for name in (MAIN, "latency_p95_ms", "memory_utilization", "fairness"):
+        got = columns.metric(name, MAIN).tolist()
+        want = [record.metric(name, MAIN) for record in records]
+        assert [None if value != value else value for value in got] == want
+
+
+def test_best_per_tag_is_the_same_for_json_dicts_and_other_mappings():
+    # Plain dicts (what JSON decodes to) take the numpy path; other mappings the loop.
+    specs = parse_task_config(
+        (Path(__file__).resolve().parents[2] / "tasks/demo_data/sentiment.yaml").read_text()
+    ).metrics()
+    datasets = [
+        DatasetRecord("alpha", "Alpha", "scoring", 1, 1.0),
+        DatasetRecord("beta", "Beta", "scoring", 2, 3.0),
+    ]
+    models = [ModelRecord(index, f"m{index}", "owner", False, True) for index in range(1, 7)]
+
+    def records(wrap):
+        return [
+            ScoreRecord(
+                model_id=index,
+                dataset_slug=slug,
+                metrics={MAIN: 50.0 + index},
+                per_tag=wrap(
+                    {
+                        "negation": wrap({MAIN: float(index % 3) + position}),
+                        "sarcasm": wrap({MAIN: 7.0}),  # a tie: the smallest key wins
+                        "emoji": wrap({MAIN: None if index == 2 else 100.0 - index}),
+                    }
+                ),
+                main_value=50.0 + index,
+                ci_low=None,
+                ci_high=None,
+                columns={},
+            )
+            for index in range(1, 7)
+            for position, slug in enumerate(["alpha", "beta"])
+        ]
+
+    tables = [
+        build_leaderboard_table(
+            task_code="t",
+            metric_specs=specs,
+            datasets=datasets,
+            models=models,
+            scores=records(wrap),
+            weights=LeaderboardWeights(metrics={}, datasets={}),
+        )
+        for wrap in (dict, MappingProxyType)
+    ]
+    assert tables[0].best_per_tag == tables[1].best_per_tag
+    assert [(leader.tag, leader.model_name) for leader in tables[0].best_per_tag] == [
+        ("emoji", "m1"),
+        ("negation", "m2"),
+        ("sarcasm", "m1"),
+    ]
