@@ -269,7 +269,7 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
     ) = columns
     score_columns = ScoreColumns(
         model_ids=model_ids,
-        dataset_slugs=[slug_of[dataset_id] for dataset_id in dataset_ids],
+        dataset_slugs=list(map(slug_of.__getitem__, dataset_ids)),
         metrics=_json_values(metrics_texts),
         per_tag=_json_values(per_tag_texts),
         main_values=main_values,

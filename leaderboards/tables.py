@@ -405,7 +405,7 @@ class ScoreColumns:
     def metric(self, name: str, main_metric: str) -> np.ndarray:
         """Return every score's ``ScoreRecord.metric(name, main_metric)``, NaN for None."""
         if self._all_metrics_are_dicts:
-            values = [metrics.get(name) for metrics in self.metrics]
+            values = list(map(methodcaller("get", name), self.metrics))
         else:
             values = [
                 metrics.get(name) if type(metrics) is dict else None for metrics in self.metrics
@@ -896,7 +896,7 @@ class _Board:
             [model_position.get(model_id, -1) for model_id in scores.model_ids], dtype=np.int64
         )
         dataset_index = np.array(
-            [slug_position[slug] for slug in scores.dataset_slugs], dtype=np.int64
+            list(map(slug_position.__getitem__, scores.dataset_slugs)), dtype=np.int64
         )
         kept = np.flatnonzero(model_index >= 0)
         pairs = model_index[kept] * max(len(slugs), 1) + dataset_index[kept]
@@ -1059,7 +1059,9 @@ def _best_per_tag(
     (sums taken in score order); the best value wins, the smaller model key on a tie.
     """
     weight_of = [dataset_weights.get(slug, 0.0) for slug in board.slugs]
-    rows = [row for row in board.rows if weight_of[row[1]] > 0]
+    rows = board.rows
+    if not all(weight > 0 for weight in weight_of):
+        rows = [row for row in rows if weight_of[row[1]] > 0]
     per_tag = board.per_tag
     tag_maps = [per_tag[position] for _, _, position in rows]
     all_dicts = set(map(type, tag_maps)) <= {dict}
