@@ -204,6 +204,8 @@ def seed_datasets(options: SeedOptions) -> None:
             options,
             description="Written for Dynatask's demo.",
             access_type="scoring",
+            # Round 1's data, so the leaderboard's per-round trend has a point.
+            round_number=1,
         )
     if not options.shared_data:
         return
@@ -226,4 +228,5 @@ def seed_datasets(options: SeedOptions) -> None:
             description=description,
             source_url=source_url,
             access_type="scoring",
+            round_number=1,
         )
