@@ -217,6 +217,10 @@ class RoundStats(models.Model):
     retracted = models.PositiveIntegerField(default=0)
     validated = models.PositiveIntegerField(default=0)
 
+    class Meta:
+        verbose_name = "round stats"
+        verbose_name_plural = "round stats"
+
     def __str__(self) -> str:
         return f"stats of round {self.round_id}"
 
@@ -241,6 +245,8 @@ class WorkerStats(models.Model):
     time_spent_ms = models.PositiveBigIntegerField(default=0)
 
     class Meta:
+        verbose_name = "worker stats"
+        verbose_name_plural = "worker stats"
         constraints = [
             models.UniqueConstraint(
                 fields=["round", "user"],
