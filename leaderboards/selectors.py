@@ -227,13 +227,14 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
     if visible is not None:
         models = models.filter(visible)
     user_id = user.pk if user.is_authenticated else None
+    # Positional arguments: model_id, name, owner_name, is_anonymous, show_identity.
     model_records = [
         ModelRecord(
-            model_id=model_id,
-            name=name,
-            owner_name=owner_name,
-            is_anonymous=is_anonymous,
-            show_identity=not is_anonymous or manages or owner_id == user_id,
+            model_id,
+            name,
+            owner_name,
+            is_anonymous,
+            not is_anonymous or manages or owner_id == user_id,
         )
         for model_id, name, is_anonymous, owner_id, owner_name in models.order_by("pk").values_list(
             "pk", "name", "is_anonymous", "owner_id", "owner__username"
@@ -311,10 +312,10 @@ def _json_values(texts: Sequence[str | None]) -> list[Any]:
     """
     if not texts:
         return []
+    # SQL NULL (no JSON at all) decodes as None, like JSON null.
+    parts = ["null" if text is None else text for text in texts] if None in texts else texts
     try:
-        values = json.loads(
-            "[" + ",".join("null" if text is None else text for text in texts) + "]"
-        )
+        values = json.loads("[" + ",".join(parts) + "]")
     except ValueError:
         values = None
     if isinstance(values, list) and len(values) == len(texts):

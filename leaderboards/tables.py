@@ -879,10 +879,8 @@ class _Board:
     ) -> _Board:
         model_by_key = {f"{model.model_id:012d}": model for model in models}
         keys = sorted(model_by_key)
-        key_position = {key: index for index, key in enumerate(keys)}
-        model_position = {
-            model.model_id: key_position[f"{model.model_id:012d}"] for model in models
-        }
+        listed = [model_by_key[key] for key in keys]
+        model_position = {model.model_id: index for index, model in enumerate(listed)}
         slugs = list(dict.fromkeys([dataset.slug for dataset in datasets]))
         slug_position = {slug: index for index, slug in enumerate(slugs)}
         for slug in dict.fromkeys(scores.dataset_slugs):
@@ -930,7 +928,7 @@ class _Board:
         ci_highs[model_index, dataset_index] = _finite_array(scores.ci_highs)[kept]
         return cls(
             keys=keys,
-            models=[model_by_key[key] for key in keys],
+            models=listed,
             slugs=slugs,
             slug_position=slug_position,
             metric_names=names,
