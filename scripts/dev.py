@@ -205,7 +205,15 @@ def command_run(options: argparse.Namespace) -> None:
 
         workers = [
             ["rqworker", "live", "--worker-class", "rq.worker.SimpleWorker"],
-            ["rqworker", "eval", "default", "--with-scheduler"],
+            # EvalWorker re-enqueues the shards of a worker that died mid-run (kill -9, OOM).
+            [
+                "rqworker",
+                "eval",
+                "default",
+                "--with-scheduler",
+                "--worker-class",
+                "leaderboards.jobs.EvalWorker",
+            ],
         ]
         for index, worker in enumerate(workers):
             processes.start(f"worker-{index}", [str(PYTHON), "manage.py", *worker], env)
