@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
-from operator import methodcaller
+from operator import itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -430,6 +430,27 @@ class ScoreColumns:
                     for value, other in zip(values, fallback, strict=True)
                 ]
         return _finite_array(values)
+
+    def metric_matrix(self, names: Sequence[str], main_metric: str) -> np.ndarray:
+        """Return ``metric`` of each of ``names`` as the columns of a scores x names array."""
+        if names and self._all_metrics_are_dicts:
+            # Common case, in one C-level pass: every score has every metric as a number
+            # (no None, so no fallback to a column; bool is its own type, not int).
+            try:
+                picked = list(map(itemgetter(*names), self.metrics))
+            except KeyError:
+                picked = None
+            if picked is not None:
+                if len(names) == 1:
+                    picked = [(value,) for value in picked]
+                if set(map(type, chain.from_iterable(picked))) <= {float, int}:
+                    array = np.array(picked, dtype=float).reshape(len(picked), len(names))
+                    array[~np.isfinite(array)] = np.nan
+                    return array
+        columns = [self.metric(name, main_metric) for name in names]
+        if not columns:
+            return np.zeros((len(self.metrics), 0))
+        return np.column_stack(columns)
 
     @cached_property
     def _all_metrics_are_dicts(self) -> bool:
@@ -910,11 +931,7 @@ class _Board:
         shape = (len(keys), len(slugs))
         values = np.full((*shape, len(names)), np.nan)
         if kept.size:
-            values[model_index, dataset_index, :] = (
-                np.column_stack([scores.metric(name, main_metric)[kept] for name in names])
-                if names
-                else np.zeros((kept.size, 0))
-            )
+            values[model_index, dataset_index, :] = scores.metric_matrix(names, main_metric)[kept]
         if main_metric in metric_position:
             main = values[:, :, metric_position[main_metric]]
         else:

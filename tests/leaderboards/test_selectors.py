@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -500,14 +501,39 @@ score_records = st.builds(
 )
 
 
+NAMES = (MAIN, "latency_p95_ms", "memory_utilization", "fairness")
+# Every metric present and a number: the one-pass path of ``ScoreColumns.metric_matrix``.
+complete_score_records = score_records.map(
+    lambda record: ScoreRecord(
+        record.model_id,
+        record.dataset_slug,
+        {name: float(index) + 0.5 for index, name in enumerate(NAMES)},
+        record.per_tag,
+        record.main_value,
+        None,
+        None,
+        record.columns,
+    )
+)
+number_metrics = st.fixed_dictionaries(
+    dict.fromkeys(NAMES, st.one_of(st.floats(), st.integers(-(10**6), 10**6)))
+)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(score_records, max_size=8))
-def test_score_columns_extract_metrics_as_score_records_do(records):
-    columns = ScoreColumns.from_records(records)
-    for name in (MAIN, "latency_p95_ms", "memory_utilization", "fairness"):
-        got = columns.metric(name, MAIN).tolist()
-        want = [record.metric(name, MAIN) for record in records]
-        assert [None if value != value else value for value in got] == want
+@given(
+    st.lists(score_records, max_size=8),
+    st.lists(st.tuples(complete_score_records, number_metrics), max_size=8),
+)
+def test_score_columns_extract_metrics_as_score_records_do(records, complete):
+    for batch in (records, [replace(record, metrics=metrics) for record, metrics in complete]):
+        columns = ScoreColumns.from_records(batch)
+        matrix = columns.metric_matrix(NAMES, MAIN)
+        assert matrix.shape == (len(batch), len(NAMES))
+        for index, name in enumerate(NAMES):
+            want = [record.metric(name, MAIN) for record in batch]
+            for got in (columns.metric(name, MAIN).tolist(), matrix[:, index].tolist()):
+                assert [None if value != value else value for value in got] == want
 
 
 def test_best_per_tag_is_the_same_for_json_dicts_and_other_mappings():
