@@ -255,3 +255,21 @@ def test_progress_partial_query_count_is_fixed(
 # session, user, the run (with model, task, dataset), the viewer's task access, the
 # model-owner check, and the score.
 PROGRESS_QUERIES = 6
+
+
+@pytest.mark.django_db
+def test_model_page_shows_the_live_progress_of_its_runs(client, published_model, dataset):
+    run = _saved_run(
+        published_model,
+        dataset,
+        done=20,
+        status=RunStatus.RUNNING,
+        started_at=timezone.now() - timedelta(seconds=5),
+    )
+    client.force_login(UserFactory(username="watcher"))
+    page = client.get(reverse("leaderboards:model", args=[published_model.pk])).content.decode()
+    partial_url = reverse("leaderboards:model_runs_progress", args=[published_model.pk])
+    assert f'hx-get="{partial_url}"' in page
+    partial = client.get(partial_url).content.decode()
+    assert "20 / 200 examples" in partial
+    assert f'hx-get="{reverse("leaderboards:run_progress", args=[run.pk])}"' in partial
