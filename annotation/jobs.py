@@ -62,12 +62,16 @@ def enqueue_live_prediction(example_id: int, attempt: int, timeout: int = 60) ->
 
 def live_prediction_job(example_id: int, attempt: int = 1) -> dict[str, Any]:
     """Ask the example's model and store its answer or the failure. Idempotent."""
-    example = (
-        Example.objects.select_related(
-            "model", "model__task", "model__task__current_config", "config_version", "context"
-        )
-        .filter(pk=example_id)
-        .first()
+    # By primary key, so no ORDER BY (``.first()`` would compile one through every join).
+    example = next(
+        iter(
+            Example.objects.select_related(
+                "model", "model__task", "model__task__current_config", "config_version", "context"
+            )
+            .filter(pk=example_id)
+            .order_by()[:1]
+        ),
+        None,
     )
     if example is None or example.status != ExampleStatus.AWAITING_MODEL:
         return {"skipped": True}

@@ -20,13 +20,19 @@ from tasks.selectors import round_current
 VALIDATABLE_STATUSES = (ExampleStatus.MODEL_ANSWERED, ExampleStatus.NO_MODEL)
 
 
+def _one(queryset: QuerySet):
+    """Return the first row of ``queryset`` by a unique key, or None.
+
+    Unlike ``.first()`` it adds no ORDER BY: on a hot path compiling the model's ordering
+    (through every ``select_related`` table) cost about half a millisecond per query.
+    """
+    return next(iter(queryset.order_by()[:1]), None)
+
+
 def task_for_actor(code: str, actor: Actor | None) -> Task:
     """Return task ``code`` if ``actor`` may work on it (current config and owners loaded)."""
-    task = (
-        Task.objects.select_related("current_config")
-        .prefetch_related("owners")
-        .filter(code=code)
-        .first()
+    task = _one(
+        Task.objects.select_related("current_config").prefetch_related("owners").filter(code=code)
     )
     if task is None:
         raise NotFound(f"no task {code!r}")
@@ -77,7 +83,7 @@ def context_sample(
 def context_get(round_: Round, context_id: int | None) -> Context | None:
     if not context_id:
         return None
-    return Context.objects.filter(round=round_, pk=context_id).first()
+    return _one(Context.objects.filter(round=round_, pk=context_id))
 
 
 def _examples_with_config() -> QuerySet[Example]:
@@ -86,7 +92,7 @@ def _examples_with_config() -> QuerySet[Example]:
 
 def example_get_for_actor(task: Task, example_id: int, actor: Actor) -> Example:
     """Return the actor's own example ``example_id`` of ``task`` (owners may see any)."""
-    example = _examples_with_config().filter(task=task, pk=example_id).first()
+    example = _one(_examples_with_config().filter(task=task, pk=example_id))
     if example is None:
         raise NotFound("no such example")
     own = (actor.user is not None and example.user_id == actor.user.pk) or (

@@ -219,12 +219,31 @@ def example_submit(
     return example
 
 
+# What the live job writes (an answer, or with a subset of them a failure): the create page
+# reads back only these after waiting for the job.
+MODEL_ANSWER_FIELDS = (
+    "status",
+    "model_output",
+    "model_latency_ms",
+    "model_version",
+    "model_error_code",
+    "model_error_message",
+    "model_wrong",
+    "verdict_source",
+    "updated_at",
+)
+
+
 def _locked(example_id: int) -> Example:
-    example = (
-        Example.objects.select_for_update(of=("self",))
-        .select_related("config_version")
-        .filter(pk=example_id)
-        .first()
+    # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
+    example = next(
+        iter(
+            Example.objects.select_for_update(of=("self",))
+            .select_related("config_version")
+            .filter(pk=example_id)
+            .order_by()[:1]
+        ),
+        None,
     )
     if example is None:
         raise NotFound("no such example")
@@ -255,19 +274,7 @@ def example_record_model_answer(
         example.verdict_source = (
             VerdictSource.METRIC if example.model_wrong is not None else VerdictSource.NONE
         )
-        example.save(
-            update_fields=[
-                "status",
-                "model_output",
-                "model_latency_ms",
-                "model_version",
-                "model_error_code",
-                "model_error_message",
-                "model_wrong",
-                "verdict_source",
-                "updated_at",
-            ]
-        )
+        example.save(update_fields=MODEL_ANSWER_FIELDS)
         if example.model_wrong is not None:
             stats.stats_example_verdict(example)
     return example

@@ -213,7 +213,8 @@ def _create_post(request, task, round_, config, actor):
     if example.status == ExampleStatus.AWAITING_MODEL:
         job_id = jobs.live_job_id(example.pk, example.model_attempts)
         if jobs.wait_for_job(job_id, sync_wait_seconds()):
-            example = selectors.example_get_for_actor(task, example.pk, actor)
+            # The row is the actor's own, just created: read back only what the job wrote.
+            example.refresh_from_db(fields=services.MODEL_ANSWER_FIELDS)
     return _example_page(request, task, example, from_post=True, quota_reached=quota_reached)
 
 
