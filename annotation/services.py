@@ -250,6 +250,38 @@ def _locked(example_id: int) -> Example:
     return example
 
 
+def _answer_values(config: TaskConfig, data: Mapping, output: Mapping, latency_ms, version):
+    model_wrong = verdict_for(config, data, output)
+    return {
+        "status": ExampleStatus.MODEL_ANSWERED,
+        "model_output": dict(output),
+        "model_latency_ms": latency_ms,
+        "model_version": (version or "")[:200],
+        "model_error_code": "",
+        "model_error_message": "",
+        "model_wrong": model_wrong,
+        "verdict_source": VerdictSource.METRIC if model_wrong is not None else VerdictSource.NONE,
+        "updated_at": timezone.now(),
+    }
+
+
+def _claim_answer(known: Example, values: Mapping) -> bool:
+    """Write ``values`` in one UPDATE if the row is still as ``known`` saw it; say if it was.
+
+    The UPDATE locks the row until the end of the transaction and matches only while the
+    example awaits the model with the retraction and validation state ``known`` carries, so
+    the counters moved afterwards are the ones ``_locked`` would have read.
+    """
+    return bool(
+        Example.objects.filter(
+            pk=known.pk,
+            status=ExampleStatus.AWAITING_MODEL,
+            retracted=known.retracted,
+            validation_state=known.validation_state,
+        ).update(**values)
+    )
+
+
 @_retry_on_deadlock
 def example_record_model_answer(
     example_id: int,
@@ -257,24 +289,38 @@ def example_record_model_answer(
     output: Mapping,
     latency_ms: float | None = None,
     model_version: str | None = None,
+    example: Example | None = None,
 ) -> Example | None:
-    """Store the model's answer and the metric's verdict (once; later answers are ignored)."""
+    """Store the model's answer and the metric's verdict (once; later answers are ignored).
+
+    ``example``: the row as the caller read it (with its config version), if it has it. While
+    the row is unchanged since, the answer is written in one statement instead of a locking
+    read and a write; otherwise the row is locked and read again.
+    """
     with transaction.atomic():
-        example = _locked(example_id)
-        if example.status != ExampleStatus.AWAITING_MODEL:
-            return None
-        config = example.config_version.parsed
-        example.status = ExampleStatus.MODEL_ANSWERED
-        example.model_output = dict(output)
-        example.model_latency_ms = latency_ms
-        example.model_version = (model_version or "")[:200]
-        example.model_error_code = ""
-        example.model_error_message = ""
-        example.model_wrong = verdict_for(config, example.input, output)
-        example.verdict_source = (
-            VerdictSource.METRIC if example.model_wrong is not None else VerdictSource.NONE
-        )
-        example.save(update_fields=MODEL_ANSWER_FIELDS)
+        claimed = False
+        if (
+            example is not None
+            and example.pk == example_id
+            and example.status == ExampleStatus.AWAITING_MODEL
+        ):
+            values = _answer_values(
+                example.config_version.parsed, example.input, output, latency_ms, model_version
+            )
+            claimed = _claim_answer(example, values)
+        if claimed:
+            for name, value in values.items():
+                setattr(example, name, value)
+        else:
+            example = _locked(example_id)
+            if example.status != ExampleStatus.AWAITING_MODEL:
+                return None
+            values = _answer_values(
+                example.config_version.parsed, example.input, output, latency_ms, model_version
+            )
+            for name, value in values.items():
+                setattr(example, name, value)
+            example.save(update_fields=MODEL_ANSWER_FIELDS)
         if example.model_wrong is not None:
             stats.stats_example_verdict(example)
     return example

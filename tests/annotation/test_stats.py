@@ -228,3 +228,28 @@ def test_recompute_repairs_drift(task):
     assert (summary.collected, summary.fooled) == (1, 1)
     assert WorkerStats.objects.get(user=example.user).examples == 1
     assert Context.objects.get(pk=example.context_id).fooled_count == 1
+
+
+@pytest.mark.parametrize("retracted_meanwhile", [False, True])
+def test_model_answer_from_a_read_copy_counts_as_the_locked_path(task, retracted_meanwhile):
+    """The live job passes the row it read: a stale copy falls back to locking the row."""
+    from annotation import services
+    from annotation.models import ExampleStatus
+
+    example = new_example(task, status=ExampleStatus.AWAITING_MODEL)
+    read_by_job = Example.objects.select_related("config_version").get(pk=example.pk)
+    if retracted_meanwhile:
+        retract(example)
+    answered = services.example_record_model_answer(
+        example.pk, output={"label": "negative", "prob": {"negative": 0.9}}, example=read_by_job
+    )
+    stored = Example.objects.get(pk=example.pk)
+    assert stored.status == ExampleStatus.MODEL_ANSWERED
+    assert stored.retracted is retracted_meanwhile
+    assert answered.model_wrong == stored.model_wrong
+    assert answered.model_output == stored.model_output
+    cached = snapshot(task)
+    stats.stats_recompute(task)
+    assert snapshot(task) == cached
+    # A second answer is ignored, whichever copy it comes with.
+    assert services.example_record_model_answer(example.pk, output={}, example=answered) is None
