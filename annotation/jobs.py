@@ -10,9 +10,11 @@ request can wait briefly for a fast model instead of polling.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import django_rq
+from django.conf import settings
 from rq.results import Result
 
 from annotation import services
@@ -41,8 +43,22 @@ def live_job_id(example_id: int, attempt: int) -> str:
     return f"annotation-live-{example_id}-{attempt}"
 
 
+# One live queue per process and queue settings. ``django_rq.get_queue`` builds a new Redis
+# client, with a connection pool of its own, on every call: each enqueue and each wait of the
+# create page opened a new TCP connection to Redis, and each enqueue also asked the server for
+# its version (``INFO``). A kept queue reuses its pooled connections (redis-py reconnects a
+# dropped one on the next command).
+_queues: dict[str, Any] = {}
+_queues_lock = threading.Lock()
+
+
 def _queue():
-    return django_rq.get_queue(LIVE_QUEUE)
+    key = repr(sorted(settings.RQ_QUEUES[LIVE_QUEUE].items()))
+    queue = _queues.get(key)
+    if queue is None:
+        with _queues_lock:
+            queue = _queues.setdefault(key, django_rq.get_queue(LIVE_QUEUE))
+    return queue
 
 
 def enqueue_live_prediction(example_id: int, attempt: int, timeout: int = 60) -> str:
