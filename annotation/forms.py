@@ -17,6 +17,7 @@ from typing import Any
 
 from crispy_forms.helper import FormHelper
 from crispy_forms.layout import HTML, Div, Field, Fieldset, Layout
+from crispy_forms.utils import render_crispy_form
 from django import forms
 from django.core import signing
 from django.utils import timezone
@@ -240,6 +241,24 @@ class MetadataForm(ConfigForm):
     def __init__(self, *args, specs: Iterable[FieldSpec], **kwargs):
         super().__init__(*args, specs=specs, **kwargs)
         self.helper.layout = Layout(*[Field(spec.name) for spec in self.specs])
+
+
+# The blank metadata form of a new example depends only on its fields: crispy took about a
+# millisecond and a half to render it on every create POST. Keyed by the config version (id
+# and text, like ``tasks.models.parsed_config_cached``) and the outcome it is shown for.
+BLANK_METADATA_CACHE_SIZE = 256
+_blank_metadata_html: dict[tuple, str] = {}
+
+
+def blank_metadata_html(key: tuple, specs: Iterable[FieldSpec]) -> str:
+    """Return the HTML of an unbound ``MetadataForm(specs, prefix="metadata")``, once per key."""
+    html = _blank_metadata_html.get(key)
+    if html is None:
+        html = render_crispy_form(MetadataForm(specs=specs, prefix="metadata"))
+        while len(_blank_metadata_html) >= BLANK_METADATA_CACHE_SIZE:
+            _blank_metadata_html.pop(next(iter(_blank_metadata_html)), None)
+        _blank_metadata_html[key] = html
+    return html
 
 
 VERDICT_HELP = {

@@ -23,6 +23,7 @@ from annotation.forms import (
     OwnerVerdictForm,
     ReviewFilterForm,
     ValidateForm,
+    blank_metadata_html,
     context_items,
     goal_text,
     input_items,
@@ -284,10 +285,17 @@ def _example_context(task, example, *, metadata_form=None, quota_reached=False, 
         and (timezone.now() - example.updated_at).total_seconds() >= slow_model_seconds()
     )
     metadata_fields = config.create_metadata_fields(example.model_wrong)
+    metadata_html = None
     if metadata_form is None and metadata_fields:
-        metadata_form = MetadataForm(
-            specs=metadata_fields, initial=example.metadata, prefix="metadata"
-        )
+        if example.metadata:
+            metadata_form = MetadataForm(
+                specs=metadata_fields, initial=example.metadata, prefix="metadata"
+            )
+        else:  # the blank form of every new example: rendered once per config and outcome
+            metadata_html = blank_metadata_html(
+                (example.config_version_id, example.config_version.yaml_text, example.model_wrong),
+                metadata_fields,
+            )
     ask_user = (
         config.model_wrong_metric.type == "ask_user"
         and example.status == ExampleStatus.MODEL_ANSWERED
@@ -309,6 +317,7 @@ def _example_context(task, example, *, metadata_form=None, quota_reached=False, 
         and not ask_user
         and not example.retracted,
         "metadata_form": metadata_form,
+        "metadata_html": metadata_html,
         "stale": stale,
         "next_url": next_url,
         "quota_reached": quota_reached,
