@@ -215,7 +215,10 @@ def _create_post(request, task, round_, config, actor):
         job_id = jobs.live_job_id(example.pk, example.model_attempts)
         if jobs.wait_for_job(job_id, sync_wait_seconds()):
             # The row is the actor's own, just created: read back only what the job wrote.
-            example.refresh_from_db(fields=services.MODEL_ANSWER_FIELDS)
+            fields = services.MODEL_ANSWER_FIELDS
+            values = Example.objects.filter(pk=example.pk).values_list(*fields).get()
+            for name, value in zip(fields, values, strict=True):
+                setattr(example, name, value)
     return _example_page(request, task, example, from_post=True, quota_reached=quota_reached)
 
 

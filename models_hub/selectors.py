@@ -57,16 +57,21 @@ def model_pick_for_round(round: Round, rng: random.Random | None = None) -> Mode
     Returns None when the round has no such model. Recording which model answered is the
     caller's job. One query.
     """
-    candidates = list(
-        _with_task(
-            Model.objects.filter(round_models__round=round, status__in=PICKABLE_STATUSES)
-            .exclude(protocol="none")
-            .exclude(endpoint_url="")
-        ).order_by("pk")
-    )
-    if not candidates:
+    candidates = Model.objects.filter(round_models__round=round, status__in=PICKABLE_STATUSES)
+    candidates = candidates.exclude(protocol="none").exclude(endpoint_url="").order_by("pk")
+    task = round._state.fields_cache.get("task")
+    if task is not None and task._state.fields_cache.get("current_config") is not None:
+        # The caller already holds the round's task with its config (a model in a round's
+        # loop belongs to the round's task): share it instead of joining it in again.
+        picked = list(candidates)
+        for model in picked:
+            if model.task_id == task.pk:
+                model.task = task
+    else:
+        picked = list(_with_task(candidates))
+    if not picked:
         return None
-    return (rng or random).choice(candidates)
+    return (rng or random).choice(picked)
 
 
 def _label_owner(model: Model, user, manages_task: bool) -> Model:
