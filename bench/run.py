@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -52,13 +53,16 @@ BENCHMARKS: dict[str, str] = {
 # key -> (field, comparison, target): checked when the field is present.
 TARGETS: dict[str, tuple[str, str, float]] = {
     "client_overhead": ("queue_overhead_ms", "<=", 10.0),
+    "eval_throughput": ("ratio_vs_bare", ">=", 0.9),
+    "eval_memory": ("memory_ratio_100k_vs_10k", "<=", 1.2),
+    "leaderboard": ("render_ratio_1000_vs_10", "<=", 2.0),
     "dataset_import": ("ratio", ">=", 0.33),
     "validation_queue": ("ratio", "<=", 2.0),
     "export": ("rows_per_second", ">=", 20_000),
     "export_memory": ("memory_growth_mb", "<=", 50.0),
     "submit": ("p50_ms", "<=", 20.0),
 }
-TARGET_SOURCE = {"export_memory": "export"}
+TARGET_SOURCE = {"export_memory": "export", "eval_memory": "eval_throughput"}
 
 QUICK_TIMEOUT_SECONDS = 90
 # --quick must finish in under 3 minutes: no benchmark may start or run past this budget.
@@ -155,6 +159,29 @@ def print_table(report: dict) -> None:
         print(f"{mark} {name:<18} {check['value']} (target {check['target']})")
 
 
+def ensure_database() -> None:
+    """Create the PostgreSQL database that DATABASE_URL names when it does not exist yet.
+
+    The leaderboard and export benchmarks work inside the configured database (in a
+    transaction they roll back), so it must exist before they start.
+    """
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        return
+    import psycopg
+    from psycopg import sql
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        exists = connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
+        ).fetchone()
+        if not exists:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, < 3 minutes")
@@ -164,6 +191,7 @@ def main() -> int:
     options = parser.parse_args()
     timeout = options.timeout or (QUICK_TIMEOUT_SECONDS if options.quick else FULL_TIMEOUT_SECONDS)
     started = time.monotonic()
+    ensure_database()
     report: dict = {}
     for key, script in BENCHMARKS.items():
         if options.only and key not in options.only:
