@@ -5,7 +5,8 @@ In the configured database (``DATABASE_URL``; migrated first), inside one transa
 is rolled back at the end so nothing is left behind, for boards of 10 and 1,000 models:
 
 1. create a throwaway task (the sentiment demo config), two scoring datasets and the
-   models with a Score on each dataset (``bulk_create``), with every metric and tags;
+   models with a Score on each dataset (``bulk_create``), with every metric and tags
+   (``per_tag`` and its ``main_per_tag``, as the evaluation writes them);
 2. render ``GET /tasks/<code>/leaderboard/?page_size=50`` with ``django.test.Client``,
    count its queries with ``CaptureQueriesContext`` and time it: the median of
    ``--repeats`` renders, alternating between the two boards so that load changes on the
@@ -50,7 +51,7 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from leaderboards.models import Dataset, Score  # noqa: E402
+from leaderboards.models import Dataset, Score, main_per_tag_of  # noqa: E402
 from models_hub.models import Model  # noqa: E402
 from tasks import services  # noqa: E402
 
@@ -89,6 +90,7 @@ def build_board(count: int, owner) -> str:
     for index, model in enumerate(models):
         for dataset in datasets:
             main = 40.0 + (index * 37 % 600) / 10
+            per_tag = {tag: {MAIN: main - position} for position, tag in enumerate(TAGS)}
             scores.append(
                 Score(
                     model=model,
@@ -106,7 +108,9 @@ def build_board(count: int, owner) -> str:
                         "latency_p95_ms": 80.0 + index % 41,
                         "memory_utilization": 1.0 + index % 9,
                     },
-                    per_tag={tag: {MAIN: main - position} for position, tag in enumerate(TAGS)},
+                    per_tag=per_tag,
+                    # As ``leaderboards.evaluation.score_refresh`` writes it.
+                    main_per_tag=main_per_tag_of(per_tag, MAIN),
                     example_count=500,
                 )
             )

@@ -59,6 +59,7 @@ from leaderboards.models import (
     RunStatus,
     RunTrigger,
     Score,
+    main_per_tag_of,
 )
 from models_hub import client as model_client
 from models_hub.errors import ModelCallError
@@ -617,6 +618,7 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
             "config_version_id": dataset.task.current_config_id,
             "metrics": metrics,
             "per_tag": per_tag,
+            "main_per_tag": main_per_tag_of(per_tag, main.name),
             "main_metric": main.name,
             "main_value": metrics.get(main.name),
             "ci_low": ci[0],

@@ -189,6 +189,20 @@ class Prediction(models.Model):
         return f"prediction {self.pk}"
 
 
+def main_per_tag_of(per_tag: object, main_metric: str) -> dict:
+    """Return ``{tag: per_tag[tag][main_metric]}`` for the tags that have the main metric.
+
+    The denormalised ``Score.main_per_tag``; anything that is not a mapping gives nothing.
+    """
+    if not isinstance(per_tag, dict):
+        return {}
+    return {
+        str(tag): values[main_metric]
+        for tag, values in per_tag.items()
+        if isinstance(values, dict) and values.get(main_metric) is not None
+    }
+
+
 class Score(models.Model):
     """The latest scores of one model on one dataset (exactly one row per pair)."""
 
@@ -204,6 +218,11 @@ class Score(models.Model):
     metrics = models.JSONField(default=dict)
     # {tag: {metric name: value}}
     per_tag = models.JSONField(default=dict, blank=True)
+    # {tag: value of ``main_metric``}: the part of ``per_tag`` the leaderboard reads (its
+    # best model per tag), kept small so a board of thousands of scores need not load and
+    # decode every ``per_tag``. Written with ``per_tag`` (``main_per_tag_of``); {} on rows
+    # written before it existed (the 0003 migration fills them, the board falls back).
+    main_per_tag = models.JSONField(default=dict, blank=True)
     main_metric = models.CharField(max_length=64)
     main_value = models.FloatField(null=True, blank=True)
     ci_low = models.FloatField(null=True, blank=True)

@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, TextField
+from django.db.models import Case, Count, Max, Q, TextField, Value, When
 from django.db.models.functions import Cast
 
 from leaderboards.models import (
@@ -74,6 +74,7 @@ SCORE_FIELDS = (
     "model_id",
     "dataset_id",
     "metrics_text",
+    "main_per_tag_text",
     "per_tag_text",
     "main_value",
     "ci_low",
@@ -221,6 +222,7 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
     """Load the models and scores (two queries) and build the page."""
     config = task.config
     metric_specs = config.metrics() if config is not None else ()
+    main_metric = next((spec.name for spec in metric_specs if spec.is_main), "")
 
     models = Model.objects.filter(task=task)
     visible = _visible_models_filter(task, user)
@@ -250,11 +252,23 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
             scores = scores.filter(visible_scores)
         # Plain tuples, the JSON fields as text decoded below in one call per field: a
         # 1000-model board has thousands of scores, and per-row objects and decoding cost
-        # more than the query itself.
+        # more than the query itself. The best model per tag needs only the main metric of
+        # each tag: the small ``main_per_tag``; the whole ``per_tag`` is read only for
+        # scores without it (written before it existed, or for another main metric).
+        has_main_per_tag = Q(main_metric=main_metric) & ~Q(main_per_tag={})
         rows = list(
             scores.annotate(
                 metrics_text=Cast("metrics", TextField()),
-                per_tag_text=Cast("per_tag", TextField()),
+                main_per_tag_text=Case(
+                    When(has_main_per_tag, then=Cast("main_per_tag", TextField())),
+                    default=Value(None),
+                    output_field=TextField(),
+                ),
+                per_tag_text=Case(
+                    When(has_main_per_tag, then=Value(None)),
+                    default=Cast("per_tag", TextField()),
+                    output_field=TextField(),
+                ),
             ).values_list(*SCORE_FIELDS)
         )
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(SCORE_FIELDS)
@@ -262,6 +276,7 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         model_ids,
         dataset_ids,
         metrics_texts,
+        main_per_tag_texts,
         per_tag_texts,
         main_values,
         ci_lows,
@@ -272,11 +287,12 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         model_ids=model_ids,
         dataset_slugs=list(map(slug_of.__getitem__, dataset_ids)),
         metrics=_json_values(metrics_texts),
+        main_per_tag=_json_values(main_per_tag_texts),
         per_tag=_json_values(per_tag_texts),
         main_values=main_values,
         ci_lows=ci_lows,
         ci_highs=ci_highs,
-        columns=dict(zip(SCORE_FIELDS[7:], job_columns, strict=True)),
+        columns=dict(zip(SCORE_FIELDS[8:], job_columns, strict=True)),
     )
 
     return build_leaderboard_table(

@@ -375,6 +375,9 @@ class ScoreColumns:
     What the selector loads: a 1,000-model board becomes a few lists, not thousands of
     objects. ``metrics`` and ``per_tag`` hold the decoded JSON fields, ``columns`` the job
     metric columns by column name (the values of ``SCORE_COLUMN_OF_METRIC``).
+    ``main_per_tag`` (optional) holds each score's ``{tag: main metric value}``
+    (``Score.main_per_tag``), or None where it must be taken from ``per_tag``; when it is
+    given, ``per_tag`` is needed only at those positions.
     """
 
     model_ids: Sequence[int]
@@ -385,6 +388,7 @@ class ScoreColumns:
     ci_lows: Sequence[float | None]
     ci_highs: Sequence[float | None]
     columns: Mapping[str, Sequence[float | None]]
+    main_per_tag: Sequence[Mapping[str, Any] | None] = ()
 
     @classmethod
     def from_records(cls, records: Iterable[ScoreRecord]) -> ScoreColumns:
@@ -888,6 +892,7 @@ class _Board:
     ci_highs: np.ndarray
     rows: list[tuple[int, int, int]]
     per_tag: Sequence[Any]
+    main_per_tag: Sequence[Mapping[str, Any] | None]
 
     @classmethod
     def load(
@@ -959,6 +964,7 @@ class _Board:
                 zip(model_index.tolist(), dataset_index.tolist(), kept.tolist(), strict=True)
             ),
             per_tag=scores.per_tag,
+            main_per_tag=scores.main_per_tag,
         )
 
     def average_column(self, averages: np.ndarray, name: str) -> np.ndarray:
@@ -1077,16 +1083,13 @@ def _best_per_tag(
     rows = board.rows
     if not all(weight > 0 for weight in weight_of):
         rows = [row for row in rows if weight_of[row[1]] > 0]
-    per_tag = board.per_tag
-    tag_maps = [per_tag[position] for _, _, position in rows]
-    all_dicts = set(map(type, tag_maps)) <= {dict}
-    inner = list(chain.from_iterable(map(dict.values, tag_maps))) if all_dicts else []
-    if all_dicts and set(map(type, inner)) <= {dict}:
+    tag_maps = _main_tag_maps(board, rows, main_metric)
+    if set(map(type, tag_maps)) <= {dict}:
         names, tag_index, model_index, totals, weights = _tag_sums_from_arrays(
-            rows, tag_maps, inner, weight_of, main_metric
+            rows, tag_maps, weight_of
         )
     else:
-        weighted = _tag_sums(rows, tag_maps, weight_of, main_metric)
+        weighted = _tag_sums(rows, tag_maps, weight_of)
         names = list(dict.fromkeys(tag for tag, _ in weighted))
         position = {name: index for index, name in enumerate(names)}
         tag_index = np.array([position[tag] for tag, _ in weighted], dtype=np.int64)
@@ -1115,14 +1118,39 @@ def _best_per_tag(
     )
 
 
+def _main_tag_maps(
+    board: _Board, rows: Sequence[tuple[int, int, int]], main_metric: str
+) -> list[Any]:
+    """Return each row's ``{tag: main metric value}``: ``main_per_tag``, else from ``per_tag``.
+
+    A ``per_tag`` that is not a mapping gives itself (``_tag_sums`` skips it); its tags
+    whose value is not a mapping are left out, as they have no main metric.
+    """
+    main_per_tag = board.main_per_tag
+    per_tag = board.per_tag
+    maps: list[Any] = []
+    for _, _, position in rows:
+        known = main_per_tag[position] if main_per_tag else None
+        if known is None:
+            tags = per_tag[position]
+            if isinstance(tags, Mapping):
+                known = {
+                    tag: values.get(main_metric)
+                    for tag, values in tags.items()
+                    if isinstance(values, Mapping)
+                }
+            else:
+                known = tags
+        maps.append(known)
+    return maps
+
+
 def _tag_sums_from_arrays(
     rows: Sequence[tuple[int, int, int]],
     tag_maps: Sequence[dict],
-    inner: Sequence[dict],
     weight_of: Sequence[float],
-    main_metric: str,
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``_tag_sums`` as arrays when every per-tag value is a dict (what JSON gives).
+    """Return ``_tag_sums`` as arrays when every row's tag map is a dict (what JSON gives).
 
     Returns the tag names and, per (tag, model) pair, the tag's index, the model position,
     the sum of weight * value and the sum of weights. The pairs are flattened with C-level
@@ -1133,7 +1161,7 @@ def _tag_sums_from_arrays(
     tags = list(chain.from_iterable(tag_maps))
     if not set(map(type, tags)) <= {str}:
         tags = [str(tag) for tag in tags]
-    values = _finite_array(list(map(methodcaller("get", main_metric), inner)))
+    values = _finite_array(list(chain.from_iterable(map(dict.values, tag_maps))))
     counts = np.fromiter(map(len, tag_maps), dtype=np.int64, count=len(tag_maps))
     model_index = np.repeat(np.array([row[0] for row in rows], dtype=np.int64), counts)
     weights = np.repeat(np.array([weight_of[row[1]] for row in rows], dtype=float), counts)
@@ -1157,18 +1185,19 @@ def _tag_sums(
     rows: Sequence[tuple[int, int, int]],
     tag_maps: Sequence[Any],
     weight_of: Sequence[float],
-    main_metric: str,
 ) -> dict[tuple[str, int], tuple[float, float]]:
-    """Return (tag, model position) -> (sum of weight * value, sum of weights)."""
+    """Return (tag, model position) -> (sum of weight * value, sum of weights).
+
+    ``tag_maps`` are ``{tag: main metric value}`` per row; rows that are not mappings
+    and values that are not finite numbers are skipped.
+    """
     weighted: dict[tuple[str, int], list[float]] = {}
     for (model_index, dataset_index, _), tags in zip(rows, tag_maps, strict=True):
         weight = weight_of[dataset_index]
         if not isinstance(tags, Mapping):
             continue
-        for tag, values in tags.items():
-            value = (
-                _finite_or_none(values.get(main_metric)) if isinstance(values, Mapping) else None
-            )
+        for tag, raw in tags.items():
+            value = _finite_or_none(raw)
             if value is None:
                 continue
             sums = weighted.setdefault((str(tag), model_index), [0.0, 0.0])

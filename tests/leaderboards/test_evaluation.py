@@ -40,6 +40,7 @@ def test_run_is_sharded_scored_once(eval_task, eval_owner, redis_connection, fas
     assert score.main_value is not None
     assert score.ci_low <= score.main_value <= score.ci_high
     assert set(score.per_tag) == {"even", "odd"}
+    assert score.main_per_tag == {tag: score.per_tag[tag]["macro_f1"] for tag in score.per_tag}
     assert score.examples_per_second > 0
     assert score.latency_p95_ms >= score.latency_p50_ms > 0
     assert score.memory_gb is not None

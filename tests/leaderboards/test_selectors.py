@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
+from django.core.cache import cache
 from django.http import QueryDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -586,3 +587,40 @@ def test_best_per_tag_is_the_same_for_json_dicts_and_other_mappings():
         ("negation", "m2"),
         ("sarcasm", "m1"),
     ]
+
+
+@pytest.mark.django_db
+def test_best_per_tag_reads_main_per_tag_and_falls_back_to_per_tag(task):
+    """``Score.main_per_tag`` gives the same leaders as ``per_tag``; rows without it (or
+    written for another main metric) are read from ``per_tag``."""
+    from leaderboards.models import main_per_tag_of
+
+    dataset = DatasetFactory(task=task, slug="tagged")
+    make_models(task, 4, [dataset])
+    scores = list(Score.objects.filter(dataset=dataset).order_by("model_id"))
+    for index, score in enumerate(scores):
+        score.per_tag = {
+            "negation": {MAIN: 50.0 + index, "count": 3},
+            "sarcasm": {MAIN: 90.0 - index, "count": 2},
+            "emoji": {"count": 1},
+        }
+    Score.objects.bulk_update(scores, ["per_tag"])
+    legacy = table_for(task).best_per_tag
+    assert [(leader.tag, leader.value) for leader in legacy] == [
+        ("negation", 53.0),
+        ("sarcasm", 90.0),
+    ]
+
+    for score in scores:
+        score.main_per_tag = main_per_tag_of(score.per_tag, MAIN)
+    assert scores[0].main_per_tag == {"negation": 50.0, "sarcasm": 90.0}
+    Score.objects.bulk_update(scores, ["main_per_tag"])
+    cache.clear()
+    assert table_for(task).best_per_tag == legacy
+
+    # A stale denormalised value for another main metric is ignored: per_tag is read.
+    scores[0].main_per_tag = {"sarcasm": 1000.0}
+    scores[0].main_metric = "other"
+    Score.objects.bulk_update(scores[:1], ["main_per_tag", "main_metric"])
+    cache.clear()
+    assert table_for(task).best_per_tag == legacy
