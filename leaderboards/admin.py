@@ -56,21 +56,14 @@ class DatasetAdmin(OwnerScopedAdmin):
         errors = []
         form = DatasetUploadForm(request.POST or None, request.FILES or None, task=task)
         if request.method == "POST" and form.is_valid():
-            data = form.cleaned_data
+            upload = form.cleaned_data["file"]
             try:
                 dataset = services.dataset_import(
                     task,
-                    data["file"].file,
-                    filename=data["file"].name,
-                    name=data["name"],
-                    slug=data["slug"],
-                    access_type=data["access_type"],
-                    round_number=data["round"],
-                    description=data["description"],
-                    source_url=data["source_url"],
-                    perturbation_of=data["perturbation_of"],
-                    perturbation_kind=data["perturbation_kind"],
+                    upload.file,
+                    filename=upload.name,
                     user=request.user,
+                    **form.import_arguments(),
                 )
             except ServiceError as error:
                 errors = error.details.get("errors", [])

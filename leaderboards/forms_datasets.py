@@ -38,6 +38,17 @@ class DatasetUploadForm(forms.Form):
                 task=task, perturbation_of__isnull=True
             )
 
+    def import_arguments(self) -> dict:
+        """The keyword arguments of ``services.dataset_import`` that this form collects."""
+        data = self.cleaned_data
+        names = ("name", "slug", "access_type", "description", "source_url")
+        return {
+            **{name: data[name] for name in names},
+            "round_number": data["round"],
+            "perturbation_of": data["perturbation_of"],
+            "perturbation_kind": data["perturbation_kind"],
+        }
+
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("perturbation_of") and not cleaned.get("perturbation_kind"):

@@ -156,6 +156,17 @@ def _resolve_original(task: Task, perturbation_of: Dataset | str | None) -> Data
     return original
 
 
+def _row_problems(line: int, row: dict, known: set[str], what: str, issues) -> list:
+    """Return the line's problems: keys the config does not know, then the value checks."""
+    problems = [
+        UploadLineError(line, "upload.E010", f"{str(key)[:60]!r} is not {what}", key)
+        for key in row
+        if key not in known
+    ]
+    problems += [UploadLineError(line, i.code, i.message, i.path) for i in issues]
+    return problems
+
+
 def dataset_import(
     task: Task,
     stream: IO,
@@ -283,17 +294,13 @@ def _write_examples(
             errors.append(record)
         else:
             row = _normalise_csv_row(config, record) if fmt == "csv" else record
-            problems = [
-                UploadLineError(
-                    line, "upload.E010", f"{str(key)[:60]!r} is not a dataset field", key
-                )
-                for key in row
-                if key not in known
-            ]
-            problems += [
-                UploadLineError(line, issue.code, issue.message, issue.path)
-                for issue in check_dataset_row(config, row, perturbed=perturbed)
-            ]
+            problems = _row_problems(
+                line,
+                row,
+                known,
+                "a dataset field",
+                check_dataset_row(config, row, perturbed=perturbed),
+            )
             uid = str(row.get("uid", ""))
             if uid and uid in seen:
                 problems.append(
@@ -636,17 +643,9 @@ def predictions_import(
                 errors.append(record)
             else:
                 row = _normalise_csv_row(config, record) if fmt == "csv" else record
-                problems = [
-                    UploadLineError(
-                        line, "upload.E010", f"{str(key)[:60]!r} is not an output field", key
-                    )
-                    for key in row
-                    if key not in known
-                ]
-                problems += [
-                    UploadLineError(line, issue.code, issue.message, issue.path)
-                    for issue in check_prediction_row(config, row)
-                ]
+                problems = _row_problems(
+                    line, row, known, "an output field", check_prediction_row(config, row)
+                )
                 uid = str(row.get("uid", ""))
                 if uid and uid not in example_ids:
                     problems.append(

@@ -60,22 +60,14 @@ class DatasetUploadView(LoginRequiredMixin, View):
         form = DatasetUploadForm(request.POST, request.FILES, task=task)
         errors: list[dict] = []
         if form.is_valid():
-            data = form.cleaned_data
-            upload = data["file"]
+            upload = form.cleaned_data["file"]
             try:
                 dataset = services.dataset_import(
                     task,
                     upload.file,
                     filename=upload.name,
-                    name=data["name"],
-                    slug=data["slug"],
-                    access_type=data["access_type"],
-                    round_number=data["round"],
-                    description=data["description"],
-                    source_url=data["source_url"],
-                    perturbation_of=data["perturbation_of"],
-                    perturbation_kind=data["perturbation_kind"],
                     user=request.user,
+                    **form.import_arguments(),
                 )
             except ServiceError as error:
                 errors = error.details.get("errors", [])
