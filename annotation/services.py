@@ -234,12 +234,13 @@ MODEL_ANSWER_FIELDS = (
 )
 
 
-def _locked(example_id: int) -> Example:
+def _locked(example_id: int, *related: str) -> Example:
+    """Lock and return the example (with ``config_version`` and ``related``), or NotFound."""
     # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
     example = next(
         iter(
             Example.objects.select_for_update(of=("self",))
-            .select_related("config_version")
+            .select_related("config_version", *related)
             .filter(pk=example_id)
             .order_by()[:1]
         ),
@@ -505,14 +506,7 @@ def validation_submit(
     if actor is None or not actor.is_authenticated:
         raise PermissionDenied("sign in to validate examples")
     with transaction.atomic():
-        example = (
-            Example.objects.select_for_update(of=("self",))
-            .select_related("config_version", "context", "task")
-            .filter(pk=example_id)
-            .first()
-        )
-        if example is None:
-            raise NotFound("no such example")
+        example = _locked(example_id, "context", "task")
         if _is_creator(example, actor):
             raise PermissionDenied("you cannot validate your own example")
         if example.retracted:
@@ -563,14 +557,7 @@ def owner_review_submit(
     if label not in LABEL_COUNTER:
         raise ServiceError("choose correct, incorrect or flag", code="validation.label")
     with transaction.atomic():
-        example = (
-            Example.objects.select_for_update(of=("self",))
-            .select_related("config_version", "context", "task")
-            .filter(pk=example_id)
-            .first()
-        )
-        if example is None:
-            raise NotFound("no such example")
+        example = _locked(example_id, "context", "task")
         if not is_task_owner(user, example.task):
             raise PermissionDenied("only the task's owners review examples")
         if example.retracted:
