@@ -13,7 +13,7 @@ from annotation.sampling import sample_context
 from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Context, Round, Task
 from tasks.permissions import can_contribute, can_review_examples, can_view_task
-from tasks.selectors import round_current
+from tasks.selectors import round_current, task_get_visible
 
 # Examples ready for validation: a worker finished them (the model answered, or none was in
 # the loop). Awaiting or failed model calls are not shown to validators.
@@ -52,14 +52,7 @@ def task_for_actor(code: str, actor: Actor | None) -> Task:
 
 def task_for_reviewer(code: str, user) -> Task:
     """Return task ``code`` for one of its owners (the review queue), else raise."""
-    task = (
-        Task.objects.select_related("current_config")
-        .prefetch_related("owners")
-        .filter(code=code)
-        .first()
-    )
-    if task is None or not can_view_task(user, task):
-        raise NotFound(f"no task {code!r}")
+    task = task_get_visible(code, user)
     if not can_review_examples(user, task):
         raise PermissionDenied("only the task's owners review examples")
     return task

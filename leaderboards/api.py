@@ -299,18 +299,8 @@ class ModelScoreListView(APIView):
 
 
 def _table(request, task, fork=None):
-    query, datasets = selectors.leaderboard_query(
+    return selectors.leaderboard_table_for_query(
         task, request.query_params, request.user, fork=fork
-    )
-    return selectors.leaderboard_table(
-        task,
-        weights=query.weights,
-        sort=query.sort,
-        page=query.page,
-        page_size=query.page_size,
-        user=request.user,
-        datasets=datasets,
-        messages=query.messages,
     )
 
 

@@ -128,6 +128,21 @@ def leaderboard_query(
     return query, datasets
 
 
+def leaderboard_table_for_query(task: Task, querydict, user, *, fork=None) -> LeaderboardTable:
+    """Return the leaderboard page that a GET query asks for (the page and the API both)."""
+    query, datasets = leaderboard_query(task, querydict, user, fork=fork)
+    return leaderboard_table(
+        task,
+        weights=query.weights,
+        sort=query.sort,
+        page=query.page,
+        page_size=query.page_size,
+        user=user,
+        datasets=datasets,
+        messages=query.messages,
+    )
+
+
 def leaderboard_table(
     task: Task,
     *,

@@ -52,17 +52,7 @@ def _board(request, code: str, fork_slug: str | None = None):
             fork = selectors.leaderboard_fork_get(task, fork_slug)
         except NotFound as error:
             raise Http404(error.message) from None
-    query, datasets = selectors.leaderboard_query(task, request.GET, request.user, fork=fork)
-    table = selectors.leaderboard_table(
-        task,
-        weights=query.weights,
-        sort=query.sort,
-        page=query.page,
-        page_size=query.page_size,
-        user=request.user,
-        datasets=datasets,
-        messages=query.messages,
-    )
+    table = selectors.leaderboard_table_for_query(task, request.GET, request.user, fork=fork)
     return task, fork, table
 
 
