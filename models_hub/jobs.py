@@ -83,17 +83,7 @@ def predict_job(model_id: int, inputs: list[dict]) -> dict[str, Any]:
     model = Model.objects.select_related("task", "task__current_config").filter(pk=model_id).first()
     if model is None:
         return {"error": {"code": "not_found", "message": "the model no longer exists"}}
-    try:
-        result = services.predict_live(model, inputs)
-    except ModelCallError as error:
-        return {"error": services.prediction_error(error)}
-    except ValueError as error:
-        return {"error": _bad_input(error)}
-    return {
-        "outputs": result.outputs,
-        "model_version": result.model_version,
-        "latency_ms": result.latency_ms,
-    }
+    return _prediction_outcome(lambda: services.predict_live(model, inputs))
 
 
 @functools.lru_cache(maxsize=32)
@@ -119,10 +109,18 @@ def predict_endpoint_job(
         allowed_hosts=tuple(settings.MODELS_HUB_ALLOWED_HOSTS),
         max_response_bytes=settings.MODELS_HUB_MAX_RESPONSE_BYTES,
     )
-    try:
-        result = predict(
+    # The config is parsed inside the call: a bad config is an error answer, not a crash.
+    return _prediction_outcome(
+        lambda: predict(
             spec, _parsed_config(config_yaml), task_code, inputs, retry=services.LIVE_RETRY
         )
+    )
+
+
+def _prediction_outcome(call) -> dict[str, Any]:
+    """Run one prediction; return its outputs, or its error as a plain dict (never raise)."""
+    try:
+        result = call()
     except ModelCallError as error:
         return {"error": services.prediction_error(error)}
     except ValueError as error:
