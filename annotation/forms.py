@@ -12,6 +12,7 @@ admin preview all use these forms; nothing here touches the database.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -21,6 +22,8 @@ from crispy_forms.utils import render_crispy_form
 from django import forms
 from django.core import signing
 from django.utils import timezone
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from annotation.models import ValidationLabel
 from tasks.config.types import FieldSpec, FieldType, TaskConfig, Verdict
@@ -243,22 +246,70 @@ class MetadataForm(ConfigForm):
         self.helper.layout = Layout(*[Field(spec.name) for spec in self.specs])
 
 
-# The blank metadata form of a new example depends only on its fields: crispy took about a
-# millisecond and a half to render it on every create POST. Keyed by the config version (id
-# and text, like ``tasks.models.parsed_config_cached``) and the outcome it is shown for.
-BLANK_METADATA_CACHE_SIZE = 256
-_blank_metadata_html: dict[tuple, str] = {}
+# Crispy takes a millisecond or more to lay out a form, and the blank forms of the hot pages
+# (the create form of a fresh page, the metadata form of a new example) depend only on the
+# config version and a few flags: their HTML is rendered once per key and kept, bounded.
+# Keys carry the config version's id and text (like ``tasks.models.parsed_config_cached``).
+BLANK_FORM_CACHE_SIZE = 256
+_blank_form_html: dict[tuple, str] = {}
+# Per-request values go into the cached HTML through markers no config can contain.
+_MARKER = f"dynatask-{secrets.token_hex(8)}"
+CONTEXT_MARKER = f"{_MARKER}-context"
+STARTED_MARKER = f"{_MARKER}-started"
+
+
+def _cached_form_html(key: tuple, render: Callable[[], str]) -> str:
+    html = _blank_form_html.get(key)
+    if html is None:
+        html = render()
+        while len(_blank_form_html) >= BLANK_FORM_CACHE_SIZE:
+            _blank_form_html.pop(next(iter(_blank_form_html)), None)
+        _blank_form_html[key] = html
+    return html
 
 
 def blank_metadata_html(key: tuple, specs: Iterable[FieldSpec]) -> str:
     """Return the HTML of an unbound ``MetadataForm(specs, prefix="metadata")``, once per key."""
-    html = _blank_metadata_html.get(key)
-    if html is None:
-        html = render_crispy_form(MetadataForm(specs=specs, prefix="metadata"))
-        while len(_blank_metadata_html) >= BLANK_METADATA_CACHE_SIZE:
-            _blank_metadata_html.pop(next(iter(_blank_metadata_html)), None)
-        _blank_metadata_html[key] = html
-    return html
+    return _cached_form_html(
+        ("metadata", *key),
+        lambda: render_crispy_form(MetadataForm(specs=specs, prefix="metadata")),
+    )
+
+
+def blank_create_html(
+    key: tuple,
+    config: TaskConfig,
+    *,
+    goal_label: str,
+    retain: bool,
+    context_id: int | None,
+    template_context: Mapping[str, Any],
+) -> str:
+    """Return the HTML of a blank ``CreateForm`` (nothing typed in yet), rendered once per key.
+
+    ``key`` names the config version; the goal label and the retain switch are part of the
+    cache key, the context id and a fresh signed ``started_at`` are filled in per call.
+    ``template_context`` feeds the layout's included templates (the next-context link).
+    """
+
+    def render() -> str:
+        form = CreateForm(
+            config=config,
+            goal_label=goal_label,
+            initial={
+                "context_id": CONTEXT_MARKER,
+                "started_at": STARTED_MARKER,
+                "retain_input": retain,
+            },
+        )
+        return render_crispy_form(form, context=dict(template_context))
+
+    html = _cached_form_html(
+        ("create", *key, goal_label, retain, bool(template_context.get("needs_context"))), render
+    )
+    context_value = f' value="{int(context_id)}"' if context_id is not None else ""
+    html = html.replace(f' value="{CONTEXT_MARKER}"', context_value)
+    return mark_safe(html.replace(STARTED_MARKER, escape(sign_started_at())))  # noqa: S308
 
 
 VERDICT_HELP = {

@@ -23,6 +23,7 @@ from annotation.forms import (
     OwnerVerdictForm,
     ReviewFilterForm,
     ValidateForm,
+    blank_create_html,
     blank_metadata_html,
     context_items,
     goal_text,
@@ -129,6 +130,16 @@ def _create_page(request, task, round_, config, context, form, **extra):
         "needs_context": bool(config.context),
         **extra,
     }
+    if not form.is_bound and not any(form.initial.get(spec.name) for spec in form.specs):
+        version = task.current_config
+        page["form_html"] = blank_create_html(
+            (task.code, version.pk, version.yaml_text),
+            config,
+            goal_label=goal_label,
+            retain=bool(form.initial.get("retain_input")),
+            context_id=context.pk if context else None,
+            template_context=page,
+        )
     return render(request, "annotation/create.html", page, status=extra.get("status", 200))
 
 

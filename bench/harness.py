@@ -311,3 +311,49 @@ def flush_redis(url: str) -> None:
     from redis import Redis
 
     Redis.from_url(url).flushdb()
+
+
+CPU_GROUPS = (
+    ("gunicorn", "gunicorn"),
+    ("rq workers", "rqworker"),
+    ("model server", "serve_model"),
+    ("postgres", "postgres"),
+    ("redis", "redis-server"),
+)
+
+
+def cpu_snapshot() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each group of processes on this machine.
+
+    Groups by command line: gunicorn, RQ workers, the model server, PostgreSQL backends,
+    redis-server, and this process (the load generator). Linux only (``/proc``); elsewhere
+    it returns an empty dict.
+    """
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    totals: dict[str, float] = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return totals
+    me = os.getpid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        seconds = (int(fields[11]) + int(fields[12])) / ticks
+        if int(entry.name) == me:
+            group = "load generator"
+        else:
+            group = next((name for name, needle in CPU_GROUPS if needle in cmdline), None)
+        if group is not None:
+            totals[group] = totals.get(group, 0.0) + seconds
+    return totals
+
+
+def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds per group between two snapshots (processes that exited are not counted)."""
+    return {name: round(after[name] - before.get(name, 0.0), 2) for name in sorted(after)}

@@ -306,6 +306,7 @@ def main() -> int:
             worker.logged_in.wait(timeout=120)
         login_seconds = time.monotonic() - login_started
         log(f"{options.users} users signed in in {login_seconds:.1f} s; measuring...")
+        cpu_before = harness.cpu_snapshot()
         started = time.monotonic()
         deadline = started + options.duration
         for worker in workers:
@@ -314,6 +315,7 @@ def main() -> int:
         for worker in workers:
             worker.join(timeout=max(1.0, deadline - time.monotonic() + 30))
         seconds = time.monotonic() - started
+        cpu_seconds = harness.cpu_delta(cpu_before, harness.cpu_snapshot())
         # Let the live queue drain, then compare what was acknowledged with the table.
         settle_deadline = time.monotonic() + 20
         rows = count_examples(database.url, seeded["task_id"])
@@ -337,6 +339,7 @@ def main() -> int:
                 "gunicorn": f"{options.gunicorn_workers} workers x {options.gunicorn_threads} "
                 "threads",
                 "rq_live_workers": options.rq_workers,
+                "cpu_seconds": cpu_seconds,
                 "acknowledged_examples": len(stats.acknowledged),
                 "db_examples": db_rows,
                 "db_examples_by_status": rows,
@@ -370,6 +373,10 @@ def print_summary(report: dict) -> None:
             f"{row['p95_ms']:>8}"
         )
     print(f"total {report['requests_per_second']} req/s; errors {report['errors']}")
+    print(
+        "CPU seconds: "
+        + ", ".join(f"{name} {seconds}" for name, seconds in report["cpu_seconds"].items())
+    )
     for sample in report["error_samples"]:
         print(f"  error: {sample}")
     login = report["login_before_clock"]

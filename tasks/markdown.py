@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import markdown as markdown_lib
 import nh3
 
@@ -41,6 +43,9 @@ ALLOWED_TAGS = {
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}, "abbr": {"title"}}
 
 
+# Instructions are rendered on every create and validate page, and they change only when the
+# owner edits them: the text is the key (a pure function of it), a bounded cache per process.
+@lru_cache(maxsize=512)
 def render_markdown(text: str) -> str:
     """Return safe HTML for ``text``; raw HTML in the source is sanitised, not trusted."""
     html = markdown_lib.markdown(text or "", extensions=["tables", "fenced_code", "sane_lists"])

@@ -133,3 +133,43 @@ def test_task_change_form_links_the_preview(client, task, owner):
     client.force_login(owner)
     response = client.get(f"/admin/tasks/task/{task.pk}/change/")
     assert f"/admin/annotation/example/{task.pk}/preview/" in response.content.decode()
+
+
+@pytest.mark.parametrize("name", SIX)
+@pytest.mark.parametrize(("context_id", "retain"), [(42, False), (None, True)])
+def test_the_cached_blank_create_form_is_the_form_crispy_renders(name, context_id, retain):
+    import re
+
+    from crispy_forms.utils import render_crispy_form
+
+    from annotation.forms import blank_create_html
+
+    config = parse_task_config((DYNABENCH / f"{name}_task_config.yaml").read_text())
+    goal = config.goal_field
+    goal_label = goal.labels[-1] if goal is not None else ""
+    page = {"task": {"code": f"t-{name}"}, "needs_context": bool(config.context)}
+    key = (f"t-{name}", 1, name)
+    cached = [
+        blank_create_html(
+            key,
+            config,
+            goal_label=goal_label,
+            retain=retain,
+            context_id=context_id,
+            template_context=page,
+        )
+        for _ in range(2)
+    ]
+    direct = render_crispy_form(
+        CreateForm(
+            config=config,
+            goal_label=goal_label,
+            initial={"context_id": context_id, "retain_input": retain},
+        ),
+        context=page,
+    )
+    signed = re.compile(r'name="started_at" value="([^"]+)"')
+    # Every call signs its own start time, and the server can read it back.
+    assert all(time_spent_ms(signed.search(html).group(1)) is not None for html in cached)
+    assert signed.sub("", cached[1]) == signed.sub("", direct)
+    assert "dynatask-" not in cached[1]  # no marker is left behind
