@@ -4,7 +4,10 @@
 the failure through the services; it is idempotent (an example that already has an answer is
 left alone). ``sandbox_prediction_job(model_id, inputs)`` asks a model and returns the answer
 without storing anything. ``wait_for_job`` blocks on the job's result stream in Redis, so a
-request can wait briefly for a fast model instead of polling.
+request can wait briefly for a fast model instead of polling. A live job also says "done" on
+a stream of its own as soon as the answer is committed, before RQ's bookkeeping of the job
+(its result, registries and worker state: about a millisecond), so the waiting page wakes
+that much earlier; the result stream still wakes it if the job dies before saying so.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 import django_rq
 from django.conf import settings
+from redis.exceptions import RedisError
 from rq.results import Result
 
 from annotation import services
@@ -76,8 +80,30 @@ def enqueue_live_prediction(example_id: int, attempt: int, timeout: int = 60) ->
     return job_id
 
 
+def _done_key(job_id: str) -> str:
+    return f"annotation:live-done:{job_id}"
+
+
+def _say_done(job_id: str) -> None:
+    """Wake the request waiting for ``job_id`` (best effort: RQ's result stream wakes it too)."""
+    key = _done_key(job_id)
+    try:
+        with _queue().connection.pipeline(transaction=False) as pipe:
+            pipe.xadd(key, {"done": "1"}, maxlen=1)
+            pipe.expire(key, RESULT_TTL_SECONDS)
+            pipe.execute()
+    except RedisError:
+        logger.warning("could not signal the end of job %s", job_id, exc_info=True)
+
+
 def live_prediction_job(example_id: int, attempt: int = 1) -> dict[str, Any]:
     """Ask the example's model and store its answer or the failure. Idempotent."""
+    outcome = _live_prediction(example_id)
+    _say_done(live_job_id(example_id, attempt))
+    return outcome
+
+
+def _live_prediction(example_id: int) -> dict[str, Any]:
     # By primary key, so no ORDER BY (``.first()`` would compile one through every join).
     example = next(
         iter(
@@ -170,7 +196,8 @@ def wait_for_job(job_id: str, seconds: float) -> bool:
     if seconds <= 0:
         return False
     connection = _queue().connection
-    response = connection.xread({Result.get_key(job_id): "0-0"}, block=max(1, int(seconds * 1000)))
+    streams = {Result.get_key(job_id): "0-0", _done_key(job_id): "0-0"}
+    response = connection.xread(streams, block=max(1, int(seconds * 1000)))
     return bool(response)
 
 

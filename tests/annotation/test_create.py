@@ -472,3 +472,20 @@ def test_query_counts_are_fixed(client, worker, sentiment_model, django_assert_m
     example = Example.objects.order_by("-id").first()
     with django_assert_max_num_queries(5):
         client.get(f"/tasks/sentiment/examples/{example.pk}/status")
+
+
+def test_the_live_job_wakes_the_waiting_page_as_soon_as_the_answer_is_stored(
+    client, worker, sentiment_model
+):
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    example = Example.objects.get()
+    job_id = jobs.live_job_id(example.pk, 1)
+    assert jobs.wait_for_job(job_id, 0.05) is False  # nothing ran yet
+    # Run the job's function outside RQ: no RQ result exists, the job's own signal wakes.
+    jobs.live_prediction_job(example.pk, 1)
+    assert jobs.wait_for_job(job_id, 0.05) is True
+    example.refresh_from_db()
+    assert example.status == ExampleStatus.MODEL_ANSWERED
+    # Another attempt of the same example has a signal of its own.
+    assert jobs.wait_for_job(jobs.live_job_id(example.pk, 2), 0.05) is False
