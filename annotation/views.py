@@ -116,30 +116,56 @@ def _campaign_kind_ok(actor, kind: str) -> bool:
 
 
 # -- the create page ----------
-def _create_page(request, task, round_, config, context, form, **extra):
-    goal_label = extra.pop("goal_label", "")
-    page = {
+def _form_part(task, config, context, form, goal_label: str) -> dict:
+    """What ``_create_form.html`` shows: the goal and the create form (a blank one's HTML is
+    laid out once per config version, goal and retain switch, see ``blank_create_html``)."""
+    part = {
         "task": task,
-        "round": round_,
         "config": config,
-        "context": context,
-        "context_items": context_items(config, context.data if context else None),
         "form": form,
         "goal_label": goal_label,
         "goal_text": goal_text(config, goal_label),
         "needs_context": bool(config.context),
-        **extra,
     }
     if not form.is_bound and not any(form.initial.get(spec.name) for spec in form.specs):
         version = task.current_config
-        page["form_html"] = blank_create_html(
+        part["form_html"] = blank_create_html(
             (task.code, version.pk, version.yaml_text),
             config,
             goal_label=goal_label,
             retain=bool(form.initial.get("retain_input")),
             context_id=context.pk if context else None,
-            template_context=page,
+            template_context=part,
         )
+    return part
+
+
+def _new_form(request, task, config, context, *, retained: dict | None = None):
+    """Return (form, goal label) of a new example on ``context``: blank, or with the retained
+    input and goal when the worker keeps their input (``retained``)."""
+    initial: dict = dict((retained or {}).get("input") or {})
+    goal_label = (retained or {}).get("goal_label", "")
+    goal = config.goal_field
+    if goal is not None and goal_label not in goal.labels:
+        goal_label = random.choice(goal.labels)  # noqa: S311
+    initial.update(
+        {
+            "context_id": context.pk if context else None,
+            "retain_input": _prefs(request, task).get("retain", False),
+        }
+    )
+    return CreateForm(config=config, goal_label=goal_label, initial=initial), goal_label
+
+
+def _create_page(request, task, round_, config, context, form, **extra):
+    goal_label = extra.pop("goal_label", "")
+    page = {
+        "round": round_,
+        "context": context,
+        "context_items": context_items(config, context.data if context else None),
+        **_form_part(task, config, context, form, goal_label),
+        **extra,
+    }
     return render(request, "annotation/create.html", page, status=extra.get("status", 200))
 
 
@@ -159,29 +185,20 @@ def create(request, code: str):
     if request.method == "POST":
         return _create_post(request, task, round_, config, actor)
 
-    prefs = _prefs(request, task)
     last = request.session.get(LAST_KEY, {}).get(task.code)
     context = None
-    initial: dict = {}
-    goal_label = ""
-    if prefs.get("retain") and last and "next" not in request.GET:
+    retained = None
+    if _prefs(request, task).get("retain") and last and "next" not in request.GET:
         context = selectors.context_get(round_, last.get("context_id"))
         if context is not None or not config.context:
-            initial.update(last.get("input") or {})
-            goal_label = last.get("goal_label", "")
+            retained = last
     if context is None and config.context:
         context = selectors.context_sample(
             task, round_, task.context_sampling, task.context_sampling_tag, actor
         )
         if context is not None:
             services.context_mark_served(context)
-    goal = config.goal_field
-    if goal is not None and goal_label not in goal.labels:
-        goal_label = random.choice(goal.labels)  # noqa: S311
-    initial.update(
-        {"context_id": context.pk if context else None, "retain_input": prefs.get("retain", False)}
-    )
-    form = CreateForm(config=config, goal_label=goal_label, initial=initial)
+    form, goal_label = _new_form(request, task, config, context, retained=retained)
     return _create_page(request, task, round_, config, context, form, goal_label=goal_label)
 
 
@@ -230,7 +247,16 @@ def _create_post(request, task, round_, config, actor):
             values = Example.objects.filter(pk=example.pk).values_list(*fields).get()
             for name, value in zip(fields, values, strict=True):
                 setattr(example, name, value)
-    return _example_page(request, task, example, from_post=True, quota_reached=quota_reached)
+    next_form = None
+    if not quota_reached:
+        # The verdict page carries the form of the next example on the same context, as the
+        # worker writes several examples against one context until the model is fooled.
+        retained = {"input": data, "goal_label": goal_label} if retain else None
+        form, next_goal = _new_form(request, task, config, context, retained=retained)
+        next_form = _form_part(task, config, context, form, next_goal)
+    return _example_page(
+        request, task, example, from_post=True, quota_reached=quota_reached, next_form=next_form
+    )
 
 
 def _sandbox(request, task, round_, config, context, form, data, goal_label):
@@ -338,12 +364,13 @@ def _example_context(task, example, *, metadata_form=None, quota_reached=False, 
     }
 
 
-def _example_page(request, task, example, *, from_post=False, quota_reached=False):
+def _example_page(request, task, example, *, from_post=False, quota_reached=False, next_form=None):
     page = _example_context(task, example, quota_reached=quota_reached)
     config = page["config"]
     page.update(
         {
             "from_post": from_post,
+            "next_form": next_form,
             "context_items": context_items(
                 config, example.context.data if example.context else None
             ),

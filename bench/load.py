@@ -1,17 +1,21 @@
 #!/usr/bin/env python
 """Load test: a crowd of simulated workers writes, reads and validates examples.
 
-    .venv/bin/python bench/load.py [--users 50] [--duration 60] [--gunicorn-threads 8] [--json]
+    .venv/bin/python bench/load.py [--users 50] [--duration 60] [--gunicorn-threads 8]
+                                   [--examples-per-context 3] [--json]
 
 What runs, all on 127.0.0.1: a throwaway PostgreSQL database (created, migrated, dropped),
 gunicorn with 2 workers, 2 RQ ``SimpleWorker``s on the ``live`` queue (a Redis database of its
 own, flushed), and the demo sentiment model server. Each simulated worker signs in first (before
 the clock starts: a login hashes a password, about 0.5 to 1 s of CPU with the production hasher,
 and 50 of them would eat a third of a 2-core minute; the logins are reported on their own), then,
-in a loop until the time is up: opens the create page, submits an example, reads the verdict (and
-polls the status while the model is still answering), and every third round opens the validate
-page and validates the example offered. Gunicorn's and the RQ workers' output is kept in
-``var/log/bench-load-*.log`` (a 500 leaves its traceback there).
+in a loop until the time is up: submits an example, reads the verdict (and polls the status
+while the model is still answering), and every third round opens the validate page and
+validates the example offered. As on the site, the verdict page carries the form of the next
+example on the same context: a worker writes ``--examples-per-context`` examples (default 3)
+from it, then opens the create page for a new context (``--examples-per-context 1``: a new
+create page before every example, the flow of earlier runs). Gunicorn's and the RQ
+workers' output is kept in ``var/log/bench-load-*.log`` (a 500 leaves its traceback there).
 
 The report: requests/s, p50 and p95 per endpoint, errors (any non-2xx/3xx answer, exception or
 timeout; must be 0), and the acknowledged examples (a 200 answer naming the example's id)
@@ -81,7 +85,16 @@ class Stats:
 class Worker(threading.Thread):
     """One simulated crowdworker with its own HTTP session."""
 
-    def __init__(self, index: int, base: str, code: str, stats: Stats, login_stats: Stats, go):
+    def __init__(
+        self,
+        index: int,
+        base: str,
+        code: str,
+        stats: Stats,
+        login_stats: Stats,
+        go,
+        examples_per_context: int = 1,
+    ):
         super().__init__(daemon=True, name=f"sim-worker-{index}")
         self.index = index
         self.base = base
@@ -92,6 +105,9 @@ class Worker(threading.Thread):
         self.deadline = 0.0
         self.logged_in = threading.Event()
         self.session = requests.Session()
+        self.examples_per_context = max(1, examples_per_context)
+        self.on_context = 0
+        self.next_form: str | None = None
 
     def call(
         self, name: str, method: str, path: str, stats: Stats | None = None, **kwargs
@@ -134,10 +150,18 @@ class Worker(threading.Thread):
         return response is not None and response.status_code == 302
 
     def create_one(self, iteration: int) -> None:
-        page = self.call("create GET", "GET", f"/tasks/{self.code}/create?next=1")
-        if page is None:
-            return
-        context = CONTEXT_ID.search(page.text)
+        # The verdict page carries the form of the next example on the same context: a worker
+        # writes ``examples_per_context`` examples from it, then asks for a new context.
+        context = None
+        if self.next_form is not None and self.on_context < self.examples_per_context:
+            context = CONTEXT_ID.search(self.next_form)
+        if context is None:
+            page = self.call("create GET", "GET", f"/tasks/{self.code}/create?next=1")
+            if page is None:
+                return
+            context = CONTEXT_ID.search(page.text)
+            self.on_context = 0
+        self.next_form = None
         label = ("positive", "negative", "neutral")[iteration % 3]
         data = {
             "csrfmiddlewaretoken": self.csrf(),
@@ -156,6 +180,9 @@ class Worker(threading.Thread):
             self.stats.error("create POST", f"no example id (HTTP {response.status_code})")
             return
         example_id = int(match.group(1))
+        self.on_context += 1
+        if 'id="write-another"' in response.text:
+            self.next_form = response.text[response.text.index('id="write-another"') :]
         with self.stats.lock:
             self.stats.acknowledged.add(example_id)
         status = STATUS.search(response.text)
@@ -257,6 +284,13 @@ def main() -> int:
     parser.add_argument("--gunicorn-workers", type=int, default=2)
     parser.add_argument("--gunicorn-threads", type=int, default=8)
     parser.add_argument("--rq-workers", type=int, default=2)
+    parser.add_argument(
+        "--examples-per-context",
+        type=int,
+        default=3,
+        help="examples a worker writes from the verdict page before asking for a new "
+        "context (1: a new create page before every example)",
+    )
     parser.add_argument("--json", action="store_true", help="print only the JSON report")
     parser.add_argument(
         "--log-dir", default=str(ROOT / "var" / "log"), help="where the servers' logs go"
@@ -297,7 +331,16 @@ def main() -> int:
         stats, login_stats = Stats(), Stats()
         go = threading.Event()
         workers = [
-            Worker(i, base, seeded["task"], stats, login_stats, go) for i in range(options.users)
+            Worker(
+                i,
+                base,
+                seeded["task"],
+                stats,
+                login_stats,
+                go,
+                examples_per_context=options.examples_per_context,
+            )
+            for i in range(options.users)
         ]
         login_started = time.monotonic()
         for worker in workers:
@@ -339,6 +382,7 @@ def main() -> int:
                 "gunicorn": f"{options.gunicorn_workers} workers x {options.gunicorn_threads} "
                 "threads",
                 "rq_live_workers": options.rq_workers,
+                "examples_per_context": options.examples_per_context,
                 "cpu_seconds": cpu_seconds,
                 "acknowledged_examples": len(stats.acknowledged),
                 "db_examples": db_rows,
@@ -364,7 +408,8 @@ def main() -> int:
 def print_summary(report: dict) -> None:
     print(
         f"{report['users']} users, {report['duration_s']} s, gunicorn {report['gunicorn']}, "
-        f"{report['rq_live_workers']} live RQ workers"
+        f"{report['rq_live_workers']} live RQ workers, "
+        f"{report['examples_per_context']} example(s) per context"
     )
     print(f"{'endpoint':<16} {'count':>7} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8}")
     for name, row in report["endpoints"].items():

@@ -489,3 +489,74 @@ def test_the_live_job_wakes_the_waiting_page_as_soon_as_the_answer_is_stored(
     assert example.status == ExampleStatus.MODEL_ANSWERED
     # Another attempt of the same example has a signal of its own.
     assert jobs.wait_for_job(jobs.live_job_id(example.pk, 2), 0.05) is False
+
+
+# -- the next example, from the verdict page ----------
+
+
+def _next_form(html: str) -> dict:
+    section = html[html.index('id="write-another"') :]
+    return {
+        "context_id": re.search(r'name="context_id" value="(\d+)"', section).group(1),
+        "started_at": re.search(r'name="started_at" value="([^"]+)"', section).group(1),
+        "section": section,
+    }
+
+
+def test_the_verdict_page_carries_the_form_of_the_next_example_on_the_same_context(
+    client, worker, sentiment_task
+):
+    ContextFactory.create_batch(3, task=sentiment_task)
+    client.force_login(worker)
+    first = submit(client, "sentiment", statement=POSITIVE, label="positive")
+    assert first.status_code == 200
+    html = first.content.decode()
+    example = Example.objects.get()
+    following = _next_form(html)
+    assert following["context_id"] == str(example.context_id)
+    assert 'id="next-context"' in following["section"]  # a new context is one click away
+    assert 'name="statement"' in following["section"] and POSITIVE not in following["section"]
+
+    second = client.post(
+        "/tasks/sentiment/create",
+        {
+            "context_id": following["context_id"],
+            "started_at": following["started_at"],
+            "statement": "The service was slow and the soup was cold.",
+            "label": "negative",
+        },
+    )
+    assert second.status_code == 200
+    examples = list(Example.objects.order_by("pk"))
+    assert len(examples) == 2
+    assert examples[1].context_id == examples[0].context_id
+    assert examples[1].time_spent_ms is not None  # the form's own start time was signed
+    # Every verdict page brings a form with a start time of its own.
+    assert _next_form(second.content.decode())["started_at"] != following["started_at"]
+
+
+def test_the_next_form_keeps_the_input_when_the_worker_retains_it(client, worker, sentiment_task):
+    ContextFactory(task=sentiment_task)
+    client.force_login(worker)
+    hostile = '<script>alert("x")</script> "quoted" & more'
+    response = submit(client, "sentiment", statement=hostile, label="neutral", retain_input="on")
+    section = _next_form(response.content.decode())["section"]
+    assert "<script>alert" not in section
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in section
+    assert re.search(r'name="retain_input"[^>]*checked', section)
+
+
+def test_no_next_form_once_the_campaign_quota_is_reached(client, sentiment_task, owner):
+    ContextFactory(task=sentiment_task)
+    from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY
+    from tests.factories import CampaignFactory, CampaignWorkerFactory
+
+    campaign = CampaignFactory(task=sentiment_task, quota=1, created_by=owner)
+    worker = CampaignWorkerFactory(campaign=campaign)
+    session = client.session
+    session.update({SESSION_WORKER_KEY: worker.pk, SESSION_CAMPAIGN_KEY: campaign.pk})
+    session.save()
+    response = submit(client, "sentiment", statement=POSITIVE, label="positive")
+    html = response.content.decode()
+    assert 'id="write-another"' not in html
+    assert ">Finish<" in html
