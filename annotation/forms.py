@@ -312,6 +312,27 @@ def blank_create_html(
     return mark_safe(html.replace(STARTED_MARKER, escape(sign_started_at())))  # noqa: S308
 
 
+EXAMPLE_MARKER = f"{_MARKER}-example"
+
+
+def blank_validate_html(key: tuple, config: TaskConfig, *, example_id: int) -> str:
+    """Return the HTML of a blank ``ValidateForm`` for ``example_id``, laid out once per key.
+
+    ``key`` names the config version the example was written under; the example id and a
+    fresh signed ``started_at`` are filled in per call.
+    """
+
+    def render() -> str:
+        form = ValidateForm(
+            config=config, initial={"example_id": EXAMPLE_MARKER, "started_at": STARTED_MARKER}
+        )
+        return render_crispy_form(form)
+
+    html = _cached_form_html(("validate", *key), render)
+    html = html.replace(EXAMPLE_MARKER, str(int(example_id)))
+    return mark_safe(html.replace(STARTED_MARKER, escape(sign_started_at())))  # noqa: S308
+
+
 VERDICT_HELP = {
     ValidationLabel.CORRECT: "The example is valid and its label is right.",
     ValidationLabel.INCORRECT: "The example's label is wrong.",

@@ -25,6 +25,7 @@ from annotation.forms import (
     ValidateForm,
     blank_create_html,
     blank_metadata_html,
+    blank_validate_html,
     context_items,
     goal_text,
     input_items,
@@ -505,6 +506,11 @@ def _validate_page(request, task, example, form, status=200):
     page = {"task": task, "config": config, "example": example, "form": form}
     if example is not None:
         example_config = example.config_version.parsed
+        if not form.is_bound:
+            version = example.config_version
+            page["form_html"] = blank_validate_html(
+                (version.pk, version.yaml_text), example_config, example_id=example.pk
+            )
         page.update(
             {
                 "example_config": example_config,

@@ -173,3 +173,22 @@ def test_the_cached_blank_create_form_is_the_form_crispy_renders(name, context_i
     assert all(time_spent_ms(signed.search(html).group(1)) is not None for html in cached)
     assert signed.sub("", cached[1]) == signed.sub("", direct)
     assert "dynatask-" not in cached[1]  # no marker is left behind
+
+
+@pytest.mark.parametrize("name", SIX)
+def test_the_cached_blank_validate_form_is_the_form_crispy_renders(name):
+    import re
+
+    from crispy_forms.utils import render_crispy_form
+
+    from annotation.forms import blank_validate_html
+
+    config = parse_task_config((DYNABENCH / f"{name}_task_config.yaml").read_text())
+    key = (1, name)
+    cached = [blank_validate_html(key, config, example_id=example_id) for example_id in (7, 8)]
+    direct = render_crispy_form(ValidateForm(config=config, initial={"example_id": 8}))
+    signed = re.compile(r'name="started_at" value="([^"]+)"')
+    assert all(time_spent_ms(signed.search(html).group(1)) is not None for html in cached)
+    assert signed.sub("", cached[1]) == signed.sub("", direct)
+    assert 'name="example_id" value="7"' in cached[0]
+    assert "dynatask-" not in cached[1]
