@@ -12,7 +12,12 @@ from annotation.models import Example, ExampleStatus, Validation, ValidationStat
 from annotation.sampling import sample_context
 from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Context, Round, Task
-from tasks.permissions import can_contribute, can_review_examples, can_view_task
+from tasks.permissions import (
+    can_contribute,
+    can_review_examples,
+    can_view_task,
+    with_viewer_ownership,
+)
 from tasks.selectors import round_current, task_get_visible
 
 # Examples ready for validation: a worker finished them (the model answered, or none was in
@@ -30,10 +35,12 @@ def _one(queryset: QuerySet):
 
 
 def task_for_actor(code: str, actor: Actor | None) -> Task:
-    """Return task ``code`` if ``actor`` may work on it (current config and owners loaded)."""
-    task = _one(
-        Task.objects.select_related("current_config").prefetch_related("owners").filter(code=code)
-    )
+    """Return task ``code`` if ``actor`` may work on it (current config and, for a signed-in
+    actor, whether they own it: one query)."""
+    tasks = Task.objects.select_related("current_config").filter(code=code)
+    if actor is not None and actor.user is not None:
+        tasks = with_viewer_ownership(tasks, actor.user)
+    task = _one(tasks)
     if task is None:
         raise NotFound(f"no task {code!r}")
     if actor is None:

@@ -446,8 +446,11 @@ def test_campaign_worker_creates_then_hits_the_quota(client, sentiment_task, own
     assert client.get("/tasks/other/create").status_code == 403
 
 
-def test_query_counts_are_fixed(client, worker, sentiment_model, django_assert_max_num_queries):
-    """Create GET, POST and the status poll take a fixed number of queries.
+def test_query_counts_are_fixed(
+    client, worker, validators, sentiment_model, django_assert_num_queries
+):
+    """Create GET and POST, the status poll and the validate page take a fixed number of
+    queries.
 
     A warm-up submission first creates the session and the cached stats rows (a one-off
     insert per worker and round); the pinned numbers are the steady state.
@@ -456,8 +459,9 @@ def test_query_counts_are_fixed(client, worker, sentiment_model, django_assert_m
         ContextFactory(task=sentiment_model.task)
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
-    # 8: session, user, task, owners, round, sampling (2: lowest + bounds, pick), served +1.
-    with django_assert_max_num_queries(8):
+    # 7: session, user, task (with the viewer's ownership), round, sampling (2: bounds, pick),
+    # served +1.
+    with django_assert_num_queries(7):
         page = open_form(client, "sentiment")
     data = {
         "context_id": page["context_id"],
@@ -465,13 +469,21 @@ def test_query_counts_are_fixed(client, worker, sentiment_model, django_assert_m
         "statement": POSITIVE,
         "label": "negative",
     }
-    # 13: the new example and its counters take one UPDATE per counter row (time spent too).
-    with django_assert_max_num_queries(13):
+    # 12: session, user, task, round, context, model pick, then BEGIN, the new example and
+    # one UPDATE per counter row (context, worker, round), COMMIT.
+    with django_assert_num_queries(12):
         client.post("/tasks/sentiment/create", data)
     run_jobs()
     example = Example.objects.order_by("-id").first()
-    with django_assert_max_num_queries(5):
+    # 4: session, user, task, example.
+    with django_assert_num_queries(4):
         client.get(f"/tasks/sentiment/examples/{example.pk}/status")
+    client.force_login(validators[0])
+    client.get("/tasks/sentiment/validate")  # warm-up: the validator's session
+    # 4: session, user, task, the next example (one index range of the queue: a fooling
+    # example waits; at most three ranges when there is none).
+    with django_assert_num_queries(4):
+        assert 'name="example_id"' in client.get("/tasks/sentiment/validate").content.decode()
 
 
 def test_the_live_job_wakes_the_waiting_page_as_soon_as_the_answer_is_stored(
