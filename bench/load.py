@@ -326,6 +326,7 @@ def main() -> int:
             options.gunicorn_threads,
             log_path=gunicorn_log,
         )
+        database.settle()
         base = f"http://127.0.0.1:{web_port}"
         log(f"gunicorn on {base} (log {gunicorn_log}), model on {model_port}")
         stats, login_stats = Stats(), Stats()

@@ -96,6 +96,7 @@ def main() -> int:
         _model, port = harness.start_model_server(processes, env)
         seeded = harness.seed_task(env, "submit", f"http://127.0.0.1:{port}/", users=1)
         harness.start_rq_worker(processes, env, ("live",))
+        database.settle()
         for key in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "LOG_LEVEL", "DEBUG"):
             os.environ[key] = env[key]
         os.environ["MODELS_HUB_ALLOWED_HOSTS"] = env["MODELS_HUB_ALLOWED_HOSTS"]
