@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -157,6 +159,24 @@ RQ_QUEUES = {
 # No django_rq queue admin: its fake Queue model has no table and needs django_rq.urls.
 # Evaluation progress is shown on the run pages; workers are watched with `rq info`.
 RQ_SHOW_ADMIN_LINK = False
+
+# The shared cache (sessions, leaderboard pages, API throttles) in the same Redis: a Redis
+# outage is a cache miss (``dynatask_site.cache``), given up on after a short timeout.
+CACHES = {
+    "default": {
+        "BACKEND": "dynatask_site.cache.ResilientRedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "dynatask"),
+        "OPTIONS": {
+            "socket_connect_timeout": 0.25,
+            "socket_timeout": 0.5,
+            "retry": Retry(NoBackoff(), 0),
+        },
+    }
+}
+# Sessions are read from the cache and written through to the database: one Redis GET
+# instead of a query on every request, and nothing is lost when Redis restarts.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -26,6 +26,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         _test_name = BASE_DIR / "var" / "test_db.sqlite3"
     _test_name.parent.mkdir(parents=True, exist_ok=True)
     DATABASES["default"]["TEST"] = {"NAME": str(_test_name)}
+# Each test starts from an empty cache of its own process: the shared Redis cache of the
+# other settings would carry pages and sessions from one test (and one test run) to the next.
+# ``tests/test_cache.py`` covers the Redis backend itself.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
