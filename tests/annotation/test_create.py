@@ -453,15 +453,15 @@ def test_query_counts_are_fixed(
     queries.
 
     A warm-up submission first creates the session and the cached stats rows (a one-off
-    insert per worker and round); the pinned numbers are the steady state.
+    insert per worker and round); the pinned numbers are the steady state. The session is read
+    from the cache (``cached_db``), so it takes no query.
     """
     for _ in range(40):
         ContextFactory(task=sentiment_model.task)
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
-    # 7: session, user, task (with the viewer's ownership), round, sampling (2: bounds, pick),
-    # served +1.
-    with django_assert_num_queries(7):
+    # 6: user, task (with the viewer's ownership), round, sampling (2: bounds, pick), served +1.
+    with django_assert_num_queries(6):
         page = open_form(client, "sentiment")
     data = {
         "context_id": page["context_id"],
@@ -469,20 +469,20 @@ def test_query_counts_are_fixed(
         "statement": POSITIVE,
         "label": "negative",
     }
-    # 12: session, user, task, round, context, model pick, then BEGIN, the new example and
-    # one UPDATE per counter row (context, worker, round), COMMIT.
-    with django_assert_num_queries(12):
+    # 11: user, task, round, context, model pick, then BEGIN, the new example and one UPDATE
+    # per counter row (context, worker, round), COMMIT.
+    with django_assert_num_queries(11):
         client.post("/tasks/sentiment/create", data)
     run_jobs()
     example = Example.objects.order_by("-id").first()
-    # 4: session, user, task, example.
-    with django_assert_num_queries(4):
+    # 3: user, task, example.
+    with django_assert_num_queries(3):
         client.get(f"/tasks/sentiment/examples/{example.pk}/status")
     client.force_login(validators[0])
     client.get("/tasks/sentiment/validate")  # warm-up: the validator's session
-    # 4: session, user, task, the next example (one index range of the queue: a fooling
-    # example waits; at most three ranges when there is none).
-    with django_assert_num_queries(4):
+    # 3: user, task, the next example (one index range of the queue: a fooling example
+    # waits; at most three ranges when there is none).
+    with django_assert_num_queries(3):
         assert 'name="example_id"' in client.get("/tasks/sentiment/validate").content.decode()
 
 
