@@ -256,6 +256,7 @@ _blank_form_html: dict[tuple, str] = {}
 _MARKER = f"dynatask-{secrets.token_hex(8)}"
 CONTEXT_MARKER = f"{_MARKER}-context"
 STARTED_MARKER = f"{_MARKER}-started"
+EXAMPLE_MARKER = f"{_MARKER}-example"
 
 
 def _cached_form_html(key: tuple, render: Callable[[], str]) -> str:
@@ -310,9 +311,6 @@ def blank_create_html(
     context_value = f' value="{int(context_id)}"' if context_id is not None else ""
     html = html.replace(f' value="{CONTEXT_MARKER}"', context_value)
     return mark_safe(html.replace(STARTED_MARKER, escape(sign_started_at())))  # noqa: S308
-
-
-EXAMPLE_MARKER = f"{_MARKER}-example"
 
 
 def blank_validate_html(key: tuple, config: TaskConfig, *, example_id: int) -> str:

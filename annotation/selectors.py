@@ -12,13 +12,8 @@ from annotation.models import Example, ExampleStatus, Validation, ValidationStat
 from annotation.sampling import sample_context
 from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Context, Round, Task
-from tasks.permissions import (
-    can_contribute,
-    can_review_examples,
-    can_view_task,
-    with_viewer_ownership,
-)
-from tasks.selectors import round_current, task_get_visible
+from tasks.permissions import can_contribute, can_review_examples, can_view_task
+from tasks.selectors import round_current, task_get_visible, with_viewer_ownership
 
 # Examples ready for validation: a worker finished them (the model answered, or none was in
 # the loop). Awaiting or failed model calls are not shown to validators.

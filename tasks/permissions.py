@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Exists, IntegerField, OuterRef, QuerySet, Value
 
 from tasks.models import Task
 
@@ -20,23 +19,14 @@ def is_task_owner(user: User, task: Task) -> bool:
         return False
     if user.is_superuser:
         return True
-    # Use what the view loaded: the ownership of this very user (``with_viewer_ownership``)
-    # or the prefetched owners; else one query.
+    # Use what the view loaded: this very user's ownership
+    # (``tasks.selectors.with_viewer_ownership``) or the prefetched owners; else one query.
     if getattr(task, "viewer_owns_for", None) == user.pk:
         return bool(task.viewer_owns)
     cache = getattr(task, "_prefetched_objects_cache", {})
     if "owners" in cache:
         return any(owner.pk == user.pk for owner in cache["owners"])
     return task.owners.filter(pk=user.pk).exists()
-
-
-def with_viewer_ownership(tasks: QuerySet[Task], user: User) -> QuerySet[Task]:
-    """Annotate whether ``user`` owns each task, for ``is_task_owner`` (no owners query)."""
-    user_id = user.pk if user and user.is_authenticated else None
-    owns = Task.owners.through.objects.filter(task_id=OuterRef("pk"), user_id=user_id)
-    return tasks.annotate(
-        viewer_owns=Exists(owns), viewer_owns_for=Value(user_id, output_field=IntegerField())
-    )
 
 
 def can_view_task(user: User, task: Task) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, IntegerField, OuterRef, Q, QuerySet, Value
 
 from tasks.errors import NotFound
 from tasks.models import Round, Task
@@ -17,6 +17,15 @@ def task_list_visible(user) -> QuerySet[Task]:
     if user.is_authenticated:
         return tasks.filter(Q(hidden=False) | Q(owners=user)).distinct()
     return tasks.filter(hidden=False)
+
+
+def with_viewer_ownership(tasks: QuerySet[Task], user) -> QuerySet[Task]:
+    """Annotate whether ``user`` owns each task, for ``is_task_owner`` (no owners query)."""
+    user_id = user.pk if user and user.is_authenticated else None
+    owns = Task.owners.through.objects.filter(task_id=OuterRef("pk"), user_id=user_id)
+    return tasks.annotate(
+        viewer_owns=Exists(owns), viewer_owns_for=Value(user_id, output_field=IntegerField())
+    )
 
 
 def task_get_visible(code: str, user) -> Task:
