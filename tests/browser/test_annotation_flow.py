@@ -22,6 +22,7 @@ PASSAGE = (
     "The lighthouse at Carrow Point was built in 1872 from granite quarried two miles inland. "
     "Its lamp was first lit by a keeper named Elias Brandt, who lived in the tower."
 )
+SECOND_ANSWER = "granite quarried two miles inland"
 
 
 @pytest.fixture
@@ -51,6 +52,7 @@ def world(db, servers, settings):
 
 def select_text_with_mouse(page, container_selector: str, text: str) -> None:
     """Drag the mouse over ``text`` inside the container, as a person would."""
+    page.locator(container_selector).scroll_into_view_if_needed()
     box = page.evaluate(
         """([selector, text]) => {
             const element = document.querySelector(selector);
@@ -129,6 +131,19 @@ def test_create_validate_select_and_fail(
     assert qa_example.input["answer"] == {
         "text": "Elias Brandt",
         "start": PASSAGE.index("Elias Brandt"),
+    }
+    # The verdict page carries the next example's form: the span is selected there too.
+    page.fill("#write-another #id_question", "What was the lighthouse built from?")
+    select_text_with_mouse(page, "#context [data-context-field=context]", SECOND_ANSWER)
+    assert page.input_value("#write-another #id_answer_0") == SECOND_ANSWER
+    page.click("#write-another #submit-example")
+    page.wait_for_selector("#verdict-fooled, #verdict-not-fooled")
+    shot(page, "qa-second-example-from-the-verdict-page")
+    second = Example.objects.filter(task__code="qa").order_by("-id").first()
+    assert second.pk != qa_example.pk and second.context_id == qa_example.context_id
+    assert second.input["answer"] == {
+        "text": SECOND_ANSWER,
+        "start": PASSAGE.index(SECOND_ANSWER),
     }
 
     # 4. The model server stops: a plain message, and the example is kept.
