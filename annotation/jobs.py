@@ -12,12 +12,14 @@ that much earlier; the result stream still wakes it if the job dies before sayin
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from typing import Any
 
 import django_rq
 from django.conf import settings
+from django.utils.dateparse import parse_datetime
 from redis.exceptions import RedisError
 from rq.results import Result
 
@@ -84,12 +86,22 @@ def _done_key(job_id: str) -> str:
     return f"annotation:live-done:{job_id}"
 
 
-def _say_done(job_id: str) -> None:
-    """Wake the request waiting for ``job_id`` (best effort: RQ's result stream wakes it too)."""
+def _answer_of(example: Example | None) -> str:
+    """The fields the job stored (``services.MODEL_ANSWER_FIELDS``) as JSON, "" if none."""
+    if example is None:
+        return ""
+    answer = {name: getattr(example, name) for name in services.MODEL_ANSWER_FIELDS}
+    answer["updated_at"] = example.updated_at.isoformat() if example.updated_at else None
+    return json.dumps(answer)
+
+
+def _say_done(job_id: str, stored: Example | None = None) -> None:
+    """Wake the request waiting for ``job_id``, with what the job stored (best effort: RQ's
+    result stream wakes it too, and the page then reads the row)."""
     key = _done_key(job_id)
     try:
         with _queue().connection.pipeline(transaction=False) as pipe:
-            pipe.xadd(key, {"done": "1"}, maxlen=1)
+            pipe.xadd(key, {"done": "1", "answer": _answer_of(stored)}, maxlen=1)
             pipe.expire(key, RESULT_TTL_SECONDS)
             pipe.execute()
     except RedisError:
@@ -98,12 +110,13 @@ def _say_done(job_id: str) -> None:
 
 def live_prediction_job(example_id: int, attempt: int = 1) -> dict[str, Any]:
     """Ask the example's model and store its answer or the failure. Idempotent."""
-    outcome = _live_prediction(example_id)
-    _say_done(live_job_id(example_id, attempt))
+    outcome, stored = _live_prediction(example_id)
+    _say_done(live_job_id(example_id, attempt), stored)
     return outcome
 
 
-def _live_prediction(example_id: int) -> dict[str, Any]:
+def _live_prediction(example_id: int) -> tuple[dict[str, Any], Example | None]:
+    """Return the job's outcome and the example as stored (None when nothing was stored)."""
     # By primary key, so no ORDER BY (``.first()`` would compile one through every join).
     example = next(
         iter(
@@ -116,12 +129,12 @@ def _live_prediction(example_id: int) -> dict[str, Any]:
         None,
     )
     if example is None or example.status != ExampleStatus.AWAITING_MODEL:
-        return {"skipped": True}
+        return {"skipped": True}, None
     if example.model is None:
-        services.example_record_model_failure(
+        stored = services.example_record_model_failure(
             example_id, code="model.missing", message="The model was removed from the loop."
         )
-        return {"ok": False, "code": "model.missing"}
+        return {"ok": False, "code": "model.missing"}, stored
     config = example.config_version.parsed
     inputs = services.model_inputs(
         config,
@@ -132,22 +145,24 @@ def _live_prediction(example_id: int) -> dict[str, Any]:
     try:
         result = predict_live(example.model, [inputs])
     except ModelCallError as error:
-        services.example_record_model_failure(example_id, code=error.code, message=str(error))
-        return {"ok": False, "code": error.code}
+        stored = services.example_record_model_failure(
+            example_id, code=error.code, message=str(error)
+        )
+        return {"ok": False, "code": error.code}, stored
     except Exception:  # a bug must not leave the worker waiting forever
         logger.exception("live prediction of example %s failed", example_id)
-        services.example_record_model_failure(
+        stored = services.example_record_model_failure(
             example_id, code="model.error", message="The model call failed unexpectedly."
         )
-        return {"ok": False, "code": "model.error"}
-    services.example_record_model_answer(
+        return {"ok": False, "code": "model.error"}, stored
+    stored = services.example_record_model_answer(
         example_id,
         output=result.outputs[0],
         latency_ms=result.latency_ms,
         model_version=result.model_version,
         example=example,  # unchanged since read: one UPDATE instead of a locking read too
     )
-    return {"ok": True}
+    return {"ok": True}, stored
 
 
 def sandbox_prediction_job(model_id: int, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -189,6 +204,32 @@ def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any], actor_key: 
         meta={SANDBOX_ACTOR_META: actor_key},
     )
     return job.id
+
+
+def wait_for_answer(job_id: str, seconds: float) -> dict[str, Any] | None:
+    """Block up to ``seconds`` for live job ``job_id``; None if it has not ended by then.
+
+    Returns what the job stored (``services.MODEL_ANSWER_FIELDS`` by name) when it said so,
+    or ``{}`` when it ended without saying (RQ's result came first, or it stored nothing):
+    the caller then reads the row.
+    """
+    if seconds <= 0:
+        return None
+    connection = _queue().connection
+    done = _done_key(job_id)
+    streams = {Result.get_key(job_id): "0-0", done: "0-0"}
+    response = connection.xread(streams, block=max(1, int(seconds * 1000)))
+    if not response:
+        return None
+    for stream, entries in response:
+        if stream in (done, done.encode()):
+            for _entry_id, fields in entries:
+                raw = fields.get(b"answer") or fields.get("answer")
+                if raw:
+                    answer = json.loads(raw)
+                    answer["updated_at"] = parse_datetime(answer["updated_at"] or "")
+                    return answer
+    return {}
 
 
 def wait_for_job(job_id: str, seconds: float) -> bool:

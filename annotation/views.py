@@ -242,12 +242,14 @@ def _create_post(request, task, round_, config, actor):
         quota_reached = campaign_quota_reached(actor)
     if example.status == ExampleStatus.AWAITING_MODEL:
         job_id = jobs.live_job_id(example.pk, example.model_attempts)
-        if jobs.wait_for_job(job_id, sync_wait_seconds()):
-            # The row is the actor's own, just created: read back only what the job wrote.
+        answer = jobs.wait_for_answer(job_id, sync_wait_seconds())
+        if answer == {}:
+            # The job ended without saying what it stored: read back only what it writes.
             fields = services.MODEL_ANSWER_FIELDS
             values = Example.objects.filter(pk=example.pk).values_list(*fields).get()
-            for name, value in zip(fields, values, strict=True):
-                setattr(example, name, value)
+            answer = dict(zip(fields, values, strict=True))
+        for name, value in (answer or {}).items():
+            setattr(example, name, value)
     next_form = None
     if not quota_reached:
         # The verdict page carries the form of the next example on the same context, as the

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation import jobs
+from annotation import jobs, services
 from annotation.models import (
     Campaign,
     CampaignWorker,
@@ -494,11 +494,16 @@ def test_the_live_job_wakes_the_waiting_page_as_soon_as_the_answer_is_stored(
     example = Example.objects.get()
     job_id = jobs.live_job_id(example.pk, 1)
     assert jobs.wait_for_job(job_id, 0.05) is False  # nothing ran yet
+    assert jobs.wait_for_answer(job_id, 0.05) is None
     # Run the job's function outside RQ: no RQ result exists, the job's own signal wakes.
     jobs.live_prediction_job(example.pk, 1)
     assert jobs.wait_for_job(job_id, 0.05) is True
     example.refresh_from_db()
     assert example.status == ExampleStatus.MODEL_ANSWERED
+    # The signal carries what the job stored: the page needs no read-back query.
+    answer = jobs.wait_for_answer(job_id, 0.05)
+    stored = {name: getattr(example, name) for name in services.MODEL_ANSWER_FIELDS}
+    assert answer == stored
     # Another attempt of the same example has a signal of its own.
     assert jobs.wait_for_job(jobs.live_job_id(example.pk, 2), 0.05) is False
 
