@@ -206,12 +206,12 @@ def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any], actor_key: 
     return job.id
 
 
-def wait_for_answer(job_id: str, seconds: float) -> dict[str, Any] | None:
-    """Block up to ``seconds`` for live job ``job_id``; None if it has not ended by then.
+def wait_for_live_answer(job_id: str, seconds: float) -> dict[str, Any] | None:
+    """Block up to ``seconds`` for job ``job_id``; None if it has not ended by then.
 
-    Returns what the job stored (``services.MODEL_ANSWER_FIELDS`` by name) when it said so,
-    or ``{}`` when it ended without saying (RQ's result came first, or it stored nothing):
-    the caller then reads the row.
+    Returns what a live job stored (``services.MODEL_ANSWER_FIELDS`` by name) when it said so,
+    or ``{}`` when the job ended without saying (RQ's result came first, it stored nothing,
+    or it is not a live job): the caller then reads the row.
     """
     if seconds <= 0:
         return None
@@ -234,12 +234,7 @@ def wait_for_answer(job_id: str, seconds: float) -> dict[str, Any] | None:
 
 def wait_for_job(job_id: str, seconds: float) -> bool:
     """Block up to ``seconds`` until job ``job_id`` has a result (success or failure)."""
-    if seconds <= 0:
-        return False
-    connection = _queue().connection
-    streams = {Result.get_key(job_id): "0-0", _done_key(job_id): "0-0"}
-    response = connection.xread(streams, block=max(1, int(seconds * 1000)))
-    return bool(response)
+    return wait_for_live_answer(job_id, seconds) is not None
 
 
 def sandbox_job(job_id: str, actor_key: str):

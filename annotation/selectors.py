@@ -10,6 +10,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from annotation.actors import Actor
 from annotation.models import Example, ExampleStatus, Validation, ValidationState
 from annotation.sampling import sample_context
+from annotation.services import MODEL_ANSWER_FIELDS
 from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Context, Round, Task
 from tasks.permissions import can_contribute, can_review_examples, can_view_task
@@ -73,6 +74,12 @@ def context_sample(
     """Return a context of ``round_`` sampled by ``strategy`` (see ``annotation.sampling``)."""
     del task, actor  # the round names the task; every actor gets the same strategy
     return sample_context(round_, strategy, tag, random.Random())  # noqa: S311
+
+
+def example_model_answer(example_id: int) -> dict:
+    """Return what the live job writes on example ``example_id`` (``MODEL_ANSWER_FIELDS``)."""
+    values = Example.objects.filter(pk=example_id).values_list(*MODEL_ANSWER_FIELDS).get()
+    return dict(zip(MODEL_ANSWER_FIELDS, values, strict=True))
 
 
 def context_get(round_: Round, context_id: int | None) -> Context | None:

@@ -242,12 +242,9 @@ def _create_post(request, task, round_, config, actor):
         quota_reached = campaign_quota_reached(actor)
     if example.status == ExampleStatus.AWAITING_MODEL:
         job_id = jobs.live_job_id(example.pk, example.model_attempts)
-        answer = jobs.wait_for_answer(job_id, sync_wait_seconds())
-        if answer == {}:
-            # The job ended without saying what it stored: read back only what it writes.
-            fields = services.MODEL_ANSWER_FIELDS
-            values = Example.objects.filter(pk=example.pk).values_list(*fields).get()
-            answer = dict(zip(fields, values, strict=True))
+        answer = jobs.wait_for_live_answer(job_id, sync_wait_seconds())
+        if answer == {}:  # the job ended without saying what it stored
+            answer = selectors.example_model_answer(example.pk)
         for name, value in (answer or {}).items():
             setattr(example, name, value)
     next_form = None

@@ -494,14 +494,14 @@ def test_the_live_job_wakes_the_waiting_page_as_soon_as_the_answer_is_stored(
     example = Example.objects.get()
     job_id = jobs.live_job_id(example.pk, 1)
     assert jobs.wait_for_job(job_id, 0.05) is False  # nothing ran yet
-    assert jobs.wait_for_answer(job_id, 0.05) is None
+    assert jobs.wait_for_live_answer(job_id, 0.05) is None
     # Run the job's function outside RQ: no RQ result exists, the job's own signal wakes.
     jobs.live_prediction_job(example.pk, 1)
     assert jobs.wait_for_job(job_id, 0.05) is True
     example.refresh_from_db()
     assert example.status == ExampleStatus.MODEL_ANSWERED
     # The signal carries what the job stored: the page needs no read-back query.
-    answer = jobs.wait_for_answer(job_id, 0.05)
+    answer = jobs.wait_for_live_answer(job_id, 0.05)
     stored = {name: getattr(example, name) for name in services.MODEL_ANSWER_FIELDS}
     assert answer == stored
     # Another attempt of the same example has a signal of its own.
