@@ -269,6 +269,11 @@ def _cached_form_html(key: tuple, render: Callable[[], str]) -> str:
     return html
 
 
+def _with_start_time(html: str) -> str:
+    """Fill a fresh signed ``started_at`` into cached form HTML (safe: the value is escaped)."""
+    return mark_safe(html.replace(STARTED_MARKER, escape(sign_started_at())))  # noqa: S308
+
+
 def blank_metadata_html(key: tuple, specs: Iterable[FieldSpec]) -> str:
     """Return the HTML of an unbound ``MetadataForm(specs, prefix="metadata")``, once per key."""
     return _cached_form_html(
@@ -309,8 +314,7 @@ def blank_create_html(
         ("create", *key, goal_label, retain, bool(template_context.get("needs_context"))), render
     )
     context_value = f' value="{int(context_id)}"' if context_id is not None else ""
-    html = html.replace(f' value="{CONTEXT_MARKER}"', context_value)
-    return mark_safe(html.replace(STARTED_MARKER, escape(sign_started_at())))  # noqa: S308
+    return _with_start_time(html.replace(f' value="{CONTEXT_MARKER}"', context_value))
 
 
 def blank_validate_html(key: tuple, config: TaskConfig, *, example_id: int) -> str:
@@ -327,8 +331,7 @@ def blank_validate_html(key: tuple, config: TaskConfig, *, example_id: int) -> s
         return render_crispy_form(form)
 
     html = _cached_form_html(("validate", *key), render)
-    html = html.replace(EXAMPLE_MARKER, str(int(example_id)))
-    return mark_safe(html.replace(STARTED_MARKER, escape(sign_started_at())))  # noqa: S308
+    return _with_start_time(html.replace(EXAMPLE_MARKER, str(int(example_id))))
 
 
 VERDICT_HELP = {
