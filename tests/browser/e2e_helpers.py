@@ -6,8 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from models_hub.server import make_server
-from tests.leaderboards.evalkit import KeywordSentiment
+from tests.leaderboards.evalkit import KeywordSentiment, serving
 
 VIEWPORT = {"width": 1280, "height": 1000}
 
@@ -37,16 +36,8 @@ class SlowKeywordSentiment(KeywordSentiment):
         return super().predict(batch)
 
 
-@contextlib.contextmanager
-def model_server(handler):
-    """A ``models_hub.server`` for ``handler`` on a free loopback port."""
-    server = make_server(handler, "127.0.0.1", 0)
-    server.start_in_thread()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+# A ``models_hub.server`` for a handler on a free loopback port.
+model_server = serving
 
 
 @contextlib.contextmanager
