@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from evalkit)
 """The leaderboards admin: dataset upload (all or nothing, owners only), the perturbation
 actions, the run Retry action, and owners seeing only their own tasks' rows."""
 
@@ -11,9 +10,7 @@ from django.urls import reverse
 
 from leaderboards.models import Dataset, EvaluationRun, EvaluationShard, RunStatus, RunTrigger
 from tests.factories import TaskFactory, UserFactory
-from tests.leaderboards.evalkit import (  # noqa: F401
-    eval_owner,
-    eval_task,
+from tests.leaderboards.evalkit import (
     import_sentiment,
     jsonl,
     make_model,

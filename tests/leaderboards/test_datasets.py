@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from evalkit)
 """Dataset uploads: all-or-nothing with line numbers, JSONL and CSV, streaming, access types,
 deterministic perturbations, and gold kept from non-owners."""
 
@@ -15,9 +14,7 @@ from leaderboards import selectors_runs, services
 from leaderboards.models import Dataset, DatasetExample
 from tasks.errors import InvalidUpload, PermissionDenied
 from tests.factories import TaskFactory, UserFactory
-from tests.leaderboards.evalkit import (  # noqa: F401
-    eval_owner,
-    eval_task,
+from tests.leaderboards.evalkit import (
     import_sentiment,
     jsonl,
     sentiment_rows,

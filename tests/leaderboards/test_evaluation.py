@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from evalkit)
 """Evaluation runs against real loopback model servers, run by a burst RQ worker."""
 
 from __future__ import annotations
@@ -7,11 +6,8 @@ import pytest
 
 from leaderboards import services
 from leaderboards.models import EvaluationRun, Prediction, RunStatus, Score
-from tests.leaderboards.evalkit import (  # noqa: F401
+from tests.leaderboards.evalkit import (
     KeywordSentiment,
-    eval_owner,
-    eval_task,
-    fast_client,
     import_sentiment,
     make_model,
     run_worker,

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from evalkit)
 """Finalize streams the stored predictions and scores distinct (prediction, gold) pairs: its
 Score must equal the metric library applied to whole lists, and the shard writes keep one
 raw response per batch."""
@@ -10,11 +9,8 @@ import pytest
 from leaderboards import evaluation, services
 from leaderboards.models import DatasetExample, EvaluationRun, Prediction, RunStatus, Score
 from tasks.metrics import delta_consistency, get_metric, metric_bootstrap_ci, metric_per_tag
-from tests.leaderboards.evalkit import (  # noqa: F401
+from tests.leaderboards.evalkit import (
     KeywordSentiment,
-    eval_owner,
-    eval_task,
-    fast_client,
     import_sentiment,
     make_model,
     run_worker,

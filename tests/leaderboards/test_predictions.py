@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from evalkit)
 """Predictions files: all or nothing with line numbers, scored exactly like an endpoint run
 with the same outputs, and the upload page (owners of the model only)."""
 
@@ -14,11 +13,8 @@ from leaderboards import services
 from leaderboards.models import EvaluationRun, Prediction, RunStatus, RunTrigger, Score
 from tasks.errors import InvalidUpload, PermissionDenied
 from tests.factories import ModelFactory, UserFactory
-from tests.leaderboards.evalkit import (  # noqa: F401
+from tests.leaderboards.evalkit import (
     KeywordSentiment,
-    eval_owner,
-    eval_task,
-    fast_client,
     import_sentiment,
     make_model,
     run_worker,

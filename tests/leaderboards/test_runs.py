@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from evalkit)
 """Run pages: the progress selector's numbers, the run page and its htmx progress partial
 (done/total, rate, ETA, state), the failed run's first bad response and Retry (owners
 only), and 404s, never 500s, for runs that are missing or not visible."""
@@ -15,9 +14,7 @@ from django.utils import timezone
 from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus, RunTrigger
 from leaderboards.selectors_runs import run_progress
 from tests.factories import UserFactory
-from tests.leaderboards.evalkit import (  # noqa: F401
-    eval_owner,
-    eval_task,
+from tests.leaderboards.evalkit import (
     import_sentiment,
     make_model,
 )
