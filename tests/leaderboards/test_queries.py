@@ -91,6 +91,38 @@ def test_a_changed_score_shows_at_once_despite_the_cache(task):
 
 
 @pytest.mark.django_db
+def test_new_models_and_removed_scores_show_at_once_despite_the_cache(task):
+    """The data version counts the task's models and the board's scores: a model added
+    (even without scores) or a score deleted changes the page at once."""
+    board_with(task, 3)
+    before = table_for(task)
+    assert before.total_rows == 3
+    (late,) = make_models(task, 1, [], prefix="late")
+    assert table_for(task).total_rows == 4
+    Score.objects.filter(model_id=before.rows[0].model_id, dataset__slug="alpha").delete()
+    after = table_for(task)
+    incomplete = {row.model_id for row in after.rows if row.incomplete}
+    assert incomplete == {late.pk, before.rows[0].model_id}
+
+
+@pytest.mark.django_db
+def test_the_data_version_ignores_scores_off_the_board(task, django_assert_num_queries):
+    """A hidden dataset's scores are not on the public board: they do not change the
+    public page's version (one query, whatever the number of models)."""
+    from leaderboards.selectors import _data_version, leaderboard_datasets
+
+    board_with(task, 3)
+    public = leaderboard_datasets(task, None)
+    assert "secret" not in {dataset.slug for dataset in public}
+    with django_assert_num_queries(1):
+        version = _data_version(task, public)
+    Score.objects.filter(dataset__slug="secret").delete()
+    assert _data_version(task, public) == version
+    Score.objects.filter(dataset__slug="alpha").first().save()
+    assert _data_version(task, public) != version
+
+
+@pytest.mark.django_db
 def test_cached_pages_keep_viewers_apart(task, owner):
     board_with(task, 3)
     public = table_for(task)

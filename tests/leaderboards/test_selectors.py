@@ -624,3 +624,16 @@ def test_best_per_tag_reads_main_per_tag_and_falls_back_to_per_tag(task):
     Score.objects.bulk_update(scores[:1], ["main_per_tag", "main_metric"])
     cache.clear()
     assert table_for(task).best_per_tag == legacy
+
+
+def test_json_values_decodes_what_json_does_with_orjson_first():
+    """The score columns are decoded in one call; what orjson refuses (NaN, integers
+    beyond 64 bits) is still decoded as ``json`` does, and a text that is not JSON stays
+    text, as ``JSONField`` leaves it."""
+    from leaderboards.selectors import _json_values
+
+    assert _json_values([]) == []
+    assert _json_values(['{"a": 1.5}', None, "[1, 2]", '"x"']) == [{"a": 1.5}, None, [1, 2], "x"]
+    nan, big = _json_values(['{"a": NaN}', str(2**70)])
+    assert math.isnan(nan["a"]) and big == 2**70
+    assert _json_values(['{"a": 1}', "not json", '{"b": ']) == [{"a": 1}, "not json", '{"b": ']
