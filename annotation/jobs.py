@@ -25,6 +25,7 @@ from rq.results import Result
 
 from annotation import services
 from annotation.models import Example, ExampleStatus
+from dynatask_site.precompiled import PrecompiledQuery
 from models_hub.errors import ModelCallError
 from models_hub.models import Model
 from models_hub.services import predict_live
@@ -115,19 +116,20 @@ def live_prediction_job(example_id: int, attempt: int = 1) -> dict[str, Any]:
     return outcome
 
 
+# The example with everything the job reads, by primary key (no ORDER BY), compiled once.
+_EXAMPLE_FOR_JOB = PrecompiledQuery(
+    lambda pk: Example.objects.select_related(
+        "model", "model__task", "model__task__current_config", "config_version", "context"
+    )
+    .filter(pk=pk)
+    .order_by()[:1],
+    pk=int,
+)
+
+
 def _live_prediction(example_id: int) -> tuple[dict[str, Any], Example | None]:
     """Return the job's outcome and the example as stored (None when nothing was stored)."""
-    # By primary key, so no ORDER BY (``.first()`` would compile one through every join).
-    example = next(
-        iter(
-            Example.objects.select_related(
-                "model", "model__task", "model__task__current_config", "config_version", "context"
-            )
-            .filter(pk=example_id)
-            .order_by()[:1]
-        ),
-        None,
-    )
+    example = _EXAMPLE_FOR_JOB.first(pk=example_id)
     if example is None or example.status != ExampleStatus.AWAITING_MODEL:
         return {"skipped": True}, None
     if example.model is None:

@@ -11,10 +11,11 @@ from annotation.actors import Actor
 from annotation.models import Example, ExampleStatus, Validation, ValidationState
 from annotation.sampling import sample_context
 from annotation.services import MODEL_ANSWER_FIELDS
+from dynatask_site.precompiled import PrecompiledQuery
 from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Context, Round, Task
 from tasks.permissions import can_contribute, can_review_examples, can_view_task
-from tasks.selectors import round_current, task_get_visible, with_viewer_ownership
+from tasks.selectors import round_current, task_get_visible, with_ownership_of
 
 # Examples ready for validation: a worker finished them (the model answered, or none was in
 # the loop). Awaiting or failed model calls are not shown to validators.
@@ -30,13 +31,34 @@ def _one(queryset: QuerySet):
     return next(iter(queryset.order_by()[:1]), None)
 
 
+# The hot lookups of the create and validate pages, compiled once (``PrecompiledQuery``).
+_TASK = PrecompiledQuery(
+    lambda code: Task.objects.select_related("current_config").filter(code=code).order_by()[:1],
+    code=str,
+)
+_TASK_WITH_OWNERSHIP = PrecompiledQuery(
+    lambda code, user_id: with_ownership_of(
+        Task.objects.select_related("current_config").filter(code=code), user_id
+    ).order_by()[:1],
+    code=str,
+    user_id=int,
+)
+_CONTEXT = PrecompiledQuery(
+    lambda round_id, pk: Context.objects.filter(round_id=round_id, pk=pk).order_by()[:1],
+    round_id=int,
+    pk=int,
+)
+
+
 def task_for_actor(code: str, actor: Actor | None) -> Task:
     """Return task ``code`` if ``actor`` may work on it (current config and, for a signed-in
     actor, whether they own it: one query)."""
-    tasks = Task.objects.select_related("current_config").filter(code=code)
-    if actor is not None and actor.user is not None:
-        tasks = with_viewer_ownership(tasks, actor.user)
-    task = _one(tasks)
+    if actor is not None and actor.user is not None and actor.user.is_authenticated:
+        task = _TASK_WITH_OWNERSHIP.first(code=code, user_id=actor.user.pk)
+        if task is not None:
+            task.viewer_owns_for = actor.user.pk
+    else:
+        task = _TASK.first(code=code)
     if task is None:
         raise NotFound(f"no task {code!r}")
     if actor is None:
@@ -83,9 +105,14 @@ def example_model_answer(example_id: int) -> dict:
 
 
 def context_get(round_: Round, context_id: int | None) -> Context | None:
+    """Return context ``context_id`` of ``round_``; None for none, another round's or a
+    value that is not an id."""
     if not context_id:
         return None
-    return _one(Context.objects.filter(round=round_, pk=context_id))
+    context = _CONTEXT.first(round_id=round_.pk, pk=context_id)
+    if context is not None:
+        context.round = round_
+    return context
 
 
 def _examples_with_config() -> QuerySet[Example]:

@@ -240,6 +240,14 @@ def _create_post(request, task, round_, config, actor):
     if actor.is_campaign:
         campaign_record_time(actor, example.time_spent_ms or 0)
         quota_reached = campaign_quota_reached(actor)
+    next_form = None
+    if not quota_reached:
+        # The verdict page carries the form of the next example on the same context, as the
+        # worker writes several examples against one context until the model is fooled.
+        # Built while the live job runs: it does not depend on the answer.
+        retained = {"input": data, "goal_label": goal_label} if retain else None
+        form, next_goal = _new_form(request, task, config, context, retained=retained)
+        next_form = _form_part(task, config, context, form, next_goal)
     if example.status == ExampleStatus.AWAITING_MODEL:
         job_id = jobs.live_job_id(example.pk, example.model_attempts)
         answer = jobs.wait_for_live_answer(job_id, sync_wait_seconds())
@@ -247,13 +255,6 @@ def _create_post(request, task, round_, config, actor):
             answer = selectors.example_model_answer(example.pk)
         for name, value in (answer or {}).items():
             setattr(example, name, value)
-    next_form = None
-    if not quota_reached:
-        # The verdict page carries the form of the next example on the same context, as the
-        # worker writes several examples against one context until the model is fooled.
-        retained = {"input": data, "goal_label": goal_label} if retain else None
-        form, next_goal = _new_form(request, task, config, context, retained=retained)
-        next_form = _form_part(task, config, context, form, next_goal)
     return _example_page(
         request, task, example, from_post=True, quota_reached=quota_reached, next_form=next_form
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Exists, IntegerField, OuterRef, Q, QuerySet, Value
 
+from dynatask_site.precompiled import PrecompiledQuery
 from tasks.errors import NotFound
 from tasks.models import Round, Task
 from tasks.permissions import can_view_task
@@ -22,10 +23,16 @@ def task_list_visible(user) -> QuerySet[Task]:
 def with_viewer_ownership(tasks: QuerySet[Task], user) -> QuerySet[Task]:
     """Annotate whether ``user`` owns each task, for ``is_task_owner`` (no owners query)."""
     user_id = user.pk if user and user.is_authenticated else None
-    owns = Task.owners.through.objects.filter(task_id=OuterRef("pk"), user_id=user_id)
-    return tasks.annotate(
-        viewer_owns=Exists(owns), viewer_owns_for=Value(user_id, output_field=IntegerField())
+    return with_ownership_of(tasks, user_id).annotate(
+        viewer_owns_for=Value(user_id, output_field=IntegerField())
     )
+
+
+def with_ownership_of(tasks: QuerySet[Task], user_id: int | None) -> QuerySet[Task]:
+    """Annotate ``viewer_owns``: whether the user ``user_id`` owns each task. Set
+    ``viewer_owns_for = user_id`` on the tasks read for ``is_task_owner`` to trust it."""
+    owns = Task.owners.through.objects.filter(task_id=OuterRef("pk"), user_id=user_id)
+    return tasks.annotate(viewer_owns=Exists(owns))
 
 
 def task_get_visible(code: str, user) -> Task:
@@ -40,6 +47,15 @@ def task_get_visible(code: str, user) -> Task:
     return task
 
 
+_CURRENT_ROUND = PrecompiledQuery(
+    lambda task_id: Round.objects.filter(task_id=task_id, is_open=True).order_by("-number")[:1],
+    task_id=int,
+)
+
+
 def round_current(task: Task) -> Round | None:
-    """The latest open round (None when every round is closed)."""
-    return task.rounds.filter(is_open=True).order_by("-number").first()
+    """The latest open round (None when every round is closed), with ``task`` as its task."""
+    round_ = _CURRENT_ROUND.first(task_id=task.pk)
+    if round_ is not None:
+        round_.task = task
+    return round_

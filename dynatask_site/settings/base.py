@@ -64,7 +64,7 @@ MIDDLEWARE = [
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "dynatask_site.auth_backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "dynatask_site.urls"

@@ -1,0 +1,129 @@
+"""Querysets compiled once: the same instances as the ORM's, one query each, bad values refused."""
+
+from __future__ import annotations
+
+import pytest
+from django.db.models import IntegerField, Prefetch, Value
+
+from annotation.models import Example
+from dynatask_site.precompiled import PrecompiledQuery
+from tasks.models import Task
+from tasks.selectors import with_ownership_of
+from tests.factories import ExampleFactory, ModelFactory, TaskFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+RELATED = ("model", "model__task", "model__task__current_config", "config_version", "context")
+
+
+def _example_query(pk):
+    return Example.objects.select_related(*RELATED).filter(pk=pk).order_by()[:1]
+
+
+EXAMPLE = PrecompiledQuery(_example_query, pk=int)
+TASK_WITH_OWNERSHIP = PrecompiledQuery(
+    lambda code, user_id: with_ownership_of(
+        Task.objects.select_related("current_config").filter(code=code), user_id
+    ).order_by()[:1],
+    code=str,
+    user_id=int,
+)
+
+
+def _state(instance, related=()):
+    """Every concrete field's value of ``instance`` and of its ``related`` rows."""
+    values = {field.attname: getattr(instance, field.attname) for field in instance._meta.fields}
+    for path in related:
+        target = instance
+        for name in path.split("__"):
+            assert name in target._state.fields_cache, f"{path} was not loaded with the row"
+            target = getattr(target, name)
+        values[path] = {
+            field.attname: getattr(target, field.attname) for field in target._meta.fields
+        }
+    return values
+
+
+def test_instances_equal_the_querysets_with_related_rows_and_json():
+    task = TaskFactory()
+    model = ModelFactory(task=task, options={"threshold": 0.5, "labels": ["a", "é"]})
+    example = ExampleFactory(task=task, model=model, input={"statement": "<b>hé</b>"})
+    ExampleFactory(task=task)  # another row: not returned
+
+    (expected,) = list(_example_query(example.pk))
+    got = EXAMPLE.first(pk=example.pk)
+    assert type(got) is Example and got.pk == example.pk
+    assert _state(got, RELATED) == _state(expected, RELATED)
+    assert got.input == {"statement": "<b>hé</b>"}  # JSON decoded by the field's converter
+    assert got.model.options == {"threshold": 0.5, "labels": ["a", "é"]}
+    assert got._state.adding is False and got._state.db == "default"
+    # The instance saves like any other.
+    got.goal_label = "negative"
+    got.save(update_fields=["goal_label"])
+    assert Example.objects.get(pk=example.pk).goal_label == "negative"
+
+
+def test_annotations_are_set_from_the_real_values():
+    owner, other = UserFactory(), UserFactory()
+    task = TaskFactory(owners=[owner])
+    mine = TASK_WITH_OWNERSHIP.first(code=task.code, user_id=owner.pk)
+    theirs = TASK_WITH_OWNERSHIP.first(code=task.code, user_id=other.pk)
+    assert (mine.viewer_owns, theirs.viewer_owns) == (True, False)
+    assert mine.current_config.pk == task.current_config_id
+    assert TASK_WITH_OWNERSHIP.first(code="no-such-task", user_id=owner.pk) is None
+
+
+def test_one_query_per_call_and_none_for_values_that_cannot_match(django_assert_num_queries):
+    example = ExampleFactory()
+    EXAMPLE.first(pk=example.pk)  # compiled on first use
+    with django_assert_num_queries(1):
+        assert EXAMPLE.first(pk=str(example.pk)).pk == example.pk
+    with django_assert_num_queries(0):
+        for hostile in ("1 OR 1=1", "x", "", None, True, 1.5):
+            assert EXAMPLE.fetch(pk=hostile) == []
+
+
+def test_a_parameter_in_the_select_list_gets_the_real_value():
+    """On PostgreSQL Django wraps such a value in a database type (``Int4``)."""
+    task = TaskFactory()
+    numbered = PrecompiledQuery(
+        lambda number: Task.objects.annotate(
+            number=Value(number, output_field=IntegerField())
+        ).filter(pk=number)[:1],
+        number=int,
+    )
+    found = numbered.first(number=task.pk)
+    assert (found.pk, found.number) == (task.pk, task.pk)
+
+
+def test_parameters_must_reach_the_sql_unchanged():
+    written = PrecompiledQuery(
+        lambda number: Task.objects.extra(select={"twice": f"{number} * 2"}).filter(pk=number),
+        number=int,
+    )
+    with pytest.raises(TypeError, match="written into the SQL"):
+        written.first(number=1)
+    by_prefix = PrecompiledQuery(
+        lambda code: Task.objects.filter(code__startswith=code)[:1], code=str
+    )
+    with pytest.raises(TypeError, match="did not reach the SQL unchanged"):
+        by_prefix.first(code="ta")
+    with pytest.raises(TypeError, match="expected the parameters"):
+        EXAMPLE.fetch(id=1)
+    with pytest.raises(TypeError, match="only int and str"):
+        PrecompiledQuery(lambda when: Task.objects.filter(created_at=when), when=float)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda pk: Task.objects.filter(pk=pk).prefetch_related(Prefetch("owners")),
+        lambda pk: Task.objects.filter(pk=pk).values("code"),
+        lambda pk: Task.objects.filter(pk=pk).select_for_update(),
+    ],
+    ids=["prefetch", "values", "for-update"],
+)
+def test_unsupported_shapes_are_refused(build):
+    task = TaskFactory()
+    with pytest.raises(TypeError):
+        PrecompiledQuery(build, pk=int).fetch(pk=task.pk)
