@@ -148,7 +148,7 @@ def normalise_input(config: TaskConfig, data: Mapping) -> dict:
 # -- contexts ----------
 def context_mark_served(context: Context) -> None:
     """Count one more showing of ``context`` (least-used sampling reads this)."""
-    Context.objects.filter(pk=context.pk).update(times_served=F("times_served") + 1)
+    stats.context_count_served(context.pk)
 
 
 # -- examples ----------
@@ -212,7 +212,7 @@ def example_submit(
             **actor.create_kwargs(),
         )
         if context is not None:
-            Context.objects.filter(pk=context.pk).update(example_count=F("example_count") + 1)
+            stats.context_count_example(context.pk)
         stats.stats_example_created(example)
         if model is not None:
             _enqueue_live(example)

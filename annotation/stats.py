@@ -19,7 +19,8 @@ What the counters mean (the contract shared by the hooks and ``stats_recompute``
   validations (retracted examples included: the time was spent).
 - ``Context.fooled_count`` / ``validated_correct_count`` / ``validated_incorrect_count``:
   non-retracted examples of the context that fooled the model / were settled correct /
-  were settled incorrect. (``example_count`` and ``times_served`` belong to the services.)
+  were settled incorrect. (``example_count`` and ``times_served`` are moved by the services,
+  through ``context_count_example`` and ``context_count_served``.)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from annotation.models import (
     ValidationState,
     WorkerStats,
 )
+from dynatask_site.precompiled import PrecompiledUpdate
 from tasks.models import Context, Round, Task
 
 ROUND_FIELDS = ("collected", "fooled", "verified_fooled", "retracted", "validated")
@@ -72,23 +74,64 @@ def _increments(deltas: Mapping[str, int]) -> dict:
     return updates
 
 
+# One compiled UPDATE per (table, lookup, counters moved and their directions): the hooks run
+# on every submission and model answer, and compiling the UPDATE cost more than running it.
+_counter_updates: dict[tuple, PrecompiledUpdate] = {}
+
+
+def _move_counters(model, lookup: Mapping[str, int], deltas: Mapping[str, int]) -> int:
+    """Add ``deltas`` to the rows of ``model`` matching ``lookup`` (``_increments``); return
+    how many rows moved. The amounts are parameters of an UPDATE compiled once per shape."""
+    moves = tuple((field, delta > 0) for field, delta in deltas.items() if delta)
+    if not moves:
+        return 0
+    names = tuple(lookup)
+    key = (model._meta.label, names, moves)
+    update = _counter_updates.get(key)
+    if update is None:
+
+        def build(**values):
+            changes = _increments(
+                {
+                    field: values[f"by_{field}"] if up else -values[f"by_{field}"]
+                    for field, up in moves
+                }
+            )
+            return model.objects.filter(**{name: values[name] for name in names}), changes
+
+        update = PrecompiledUpdate(
+            build, **dict.fromkeys(names, int), **{f"by_{field}": int for field, _ in moves}
+        )
+        _counter_updates[key] = update
+    return update.run(**lookup, **{f"by_{field}": abs(deltas[field]) for field, _ in moves})
+
+
 def _bump(model, lookup: dict, deltas: Mapping[str, int]) -> None:
     """Add ``deltas`` to the row of ``model`` matching ``lookup``, creating it if missing.
 
     One UPDATE in the common case. A missing row is inserted inside a savepoint; if a
     concurrent request inserted it first, the unique constraint fires and we update instead.
     """
-    updates = _increments(deltas)
-    if not updates:
+    if not any(deltas.values()):
         return
-    if model.objects.filter(**lookup).update(**updates):
+    if _move_counters(model, lookup, deltas):
         return
     initial = {field: max(delta, 0) for field, delta in deltas.items()}
     try:
         with transaction.atomic():
             model.objects.create(**lookup, **initial)
     except IntegrityError:
-        model.objects.filter(**lookup).update(**updates)
+        _move_counters(model, lookup, deltas)
+
+
+def context_count_example(context_id: int) -> None:
+    """Count one more example written on the context (``Context.example_count``)."""
+    _move_counters(Context, {"pk": context_id}, {"example_count": 1})
+
+
+def context_count_served(context_id: int) -> None:
+    """Count one more showing of the context (``Context.times_served``)."""
+    _move_counters(Context, {"pk": context_id}, {"times_served": 1})
 
 
 def _worker_lookup(*, task_id, round_id, user_id, campaign_worker_id) -> dict | None:
@@ -108,9 +151,7 @@ def _apply(example: Example, round_deltas, worker_deltas, context_deltas) -> Non
     these rows in opposite orders deadlocked under load (the 500 of the load test).
     """
     if example.context_id is not None:
-        updates = _increments(context_deltas)
-        if updates:
-            Context.objects.filter(pk=example.context_id).update(**updates)
+        _move_counters(Context, {"pk": example.context_id}, context_deltas)
     lookup = _worker_lookup(
         task_id=example.task_id,
         round_id=example.round_id,

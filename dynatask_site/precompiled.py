@@ -25,6 +25,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import QuerySet
 from django.db.models.query import get_related_populators
+from django.db.models.sql import UpdateQuery
 
 # Placeholder values: integers near the top of every integer column's range (Django compiles
 # an out-of-range value to "no rows", without its parameter), strings with control characters
@@ -54,7 +55,55 @@ class _Plan:
     annotations: tuple[tuple[str, int], ...]
 
 
-class PrecompiledQuery:
+@dataclass(frozen=True)
+class _UpdatePlan:
+    sql: str
+    slots: tuple[tuple[str | None, Any], ...]
+
+
+class _Precompiled:
+    """What both kinds share: the parameters, their values, one plan per database alias."""
+
+    def __init__(self, build: Callable, **parameters: type):
+        for name, kind in parameters.items():
+            if kind not in _KINDS:
+                raise TypeError(f"parameter {name!r}: only int and str are supported")
+        self._build = build
+        self._parameters = parameters
+        self._plans: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _values(self, values: dict[str, Any]) -> dict[str, int | str] | None:
+        """Return ``values`` as their parameters' types, None if one is not of its type."""
+        if set(values) != set(self._parameters):
+            raise TypeError(f"expected the parameters {sorted(self._parameters)}")
+        clean = {}
+        for name, kind in self._parameters.items():
+            value = _as_kind(values[name], kind)
+            if value is None:
+                return None
+            clean[name] = value
+        return clean
+
+    def _plan(self, using: str):
+        plan = self._plans.get(using)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(using)
+                if plan is None:
+                    placeholders = {
+                        name: _placeholder(kind, position)
+                        for position, (name, kind) in enumerate(self._parameters.items())
+                    }
+                    plan = self._compile(self._build(**placeholders), placeholders, using)
+                    self._plans[using] = plan
+        return plan
+
+    def _compile(self, built, placeholders: dict[str, int | str], using: str):
+        raise NotImplementedError
+
+
+class PrecompiledQuery(_Precompiled):
     """A queryset shape, compiled once per database; ``fetch`` and ``first`` run it.
 
     ``build`` takes the parameters by name and returns the queryset; ``parameters`` names
@@ -69,33 +118,15 @@ class PrecompiledQuery:
     matches nothing, as no row can hold it: ``fetch`` returns ``[]`` without a query.
     """
 
-    def __init__(self, build: Callable[..., QuerySet], **parameters: type):
-        for name, kind in parameters.items():
-            if kind not in _KINDS:
-                raise TypeError(f"parameter {name!r}: only int and str are supported")
-        self._build = build
-        self._parameters = parameters
-        self._plans: dict[str, _Plan] = {}
-        self._lock = threading.Lock()
-
     def fetch(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> list:
         """Return the queryset's model instances for ``values``."""
-        if set(values) != set(self._parameters):
-            raise TypeError(f"expected the parameters {sorted(self._parameters)}")
-        clean = {}
-        for name, kind in self._parameters.items():
-            value = _as_kind(values[name], kind)
-            if value is None:
-                return []
-            clean[name] = value
-        plan = self._plans.get(using) or self._compile(using)
+        clean = self._values(values)
+        if clean is None:
+            return []
+        plan = self._plan(using)
         connection = connections[using]
-        params = [
-            value if name is None else clean[name] if value is None else value(clean[name])
-            for name, value in plan.slots
-        ]
         with connection.cursor() as cursor:
-            cursor.execute(plan.sql, params)
+            cursor.execute(plan.sql, _params(plan.slots, clean))
             rows = cursor.fetchall()
         return [_instance(plan, row, connection, using) for row in rows]
 
@@ -104,13 +135,51 @@ class PrecompiledQuery:
         found = self.fetch(using, **values)
         return found[0] if found else None
 
-    def _compile(self, using: str) -> _Plan:
-        with self._lock:
-            plan = self._plans.get(using)
-            if plan is None:
-                plan = _compile(self._build, self._parameters, using)
-                self._plans[using] = plan
-            return plan
+    def _compile(self, built, placeholders, using) -> _Plan:
+        return _compile_query(built, placeholders, self._parameters, using)
+
+
+class PrecompiledUpdate(_Precompiled):
+    """``queryset.update(**changes)`` of a fixed shape, compiled once per database.
+
+    ``build`` takes the parameters by name and returns ``(queryset, changes)``, the
+    queryset and the arguments of its ``update``; ``run`` returns the number of rows
+    changed. The same parameters as ``PrecompiledQuery``. For example, a counter moved by
+    a varying amount::
+
+        SERVED = PrecompiledUpdate(
+            lambda pk, by: (
+                Context.objects.filter(pk=pk),
+                {"times_served": F("times_served") + by},
+            ),
+            pk=int,
+            by=int,
+        )
+        SERVED.run(pk=context.pk, by=1)
+
+    A value that is not of its parameter's type raises ``ValueError``.
+    """
+
+    def run(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> int:
+        clean = self._values(values)
+        if clean is None:
+            raise ValueError(f"the values {values!r} are not of the types {self._parameters}")
+        plan = self._plan(using)
+        with connections[using].cursor() as cursor:
+            cursor.execute(plan.sql, _params(plan.slots, clean))
+            return cursor.rowcount
+
+    def _compile(self, built, placeholders, using) -> _UpdatePlan:
+        queryset, changes = built
+        query = queryset.query.chain(UpdateQuery)
+        query.add_update_values(changes)
+        query.annotations = {}
+        if query.related_updates:
+            raise TypeError("updates of related models are not supported")
+        sql, params = query.get_compiler(using).as_sql()
+        if not sql:
+            raise TypeError("nothing to update")
+        return _UpdatePlan(sql=sql, slots=_slots(sql, params, placeholders, self._parameters))
 
 
 def _as_kind(value: Any, kind: type) -> int | str | None:
@@ -135,21 +204,15 @@ def _placeholder_name(value: Any, placeholders: dict[str, int | str]) -> str | N
     return None
 
 
-def _compile(build: Callable[..., QuerySet], parameters: dict[str, type], using: str) -> _Plan:
-    placeholders = {
-        name: _placeholder(kind, position)
-        for position, (name, kind) in enumerate(parameters.items())
-    }
-    queryset = build(**placeholders)
-    if queryset._prefetch_related_lookups or queryset._known_related_objects:
-        raise TypeError("prefetch_related and related managers are not supported")
-    if queryset._iterable_class.__name__ != "ModelIterable":
-        raise TypeError("only querysets of model instances are supported")
-    query = queryset.query
-    if query.select_for_update:
-        raise TypeError("select_for_update is not supported")
-    compiler = query.get_compiler(using=using)
-    sql, params = compiler.as_sql()
+def _params(slots, clean: dict[str, Any]) -> list:
+    return [
+        value if name is None else clean[name] if value is None else value(clean[name])
+        for name, value in slots
+    ]
+
+
+def _slots(sql: str, params, placeholders: dict[str, int | str], parameters) -> tuple:
+    """Map each query parameter to a call parameter (or a constant); refuse what is lost."""
     slots = []
     seen = set()
     for value in params:
@@ -168,6 +231,20 @@ def _compile(build: Callable[..., QuerySet], parameters: dict[str, type], using:
     missing = set(parameters) - seen
     if missing:
         raise TypeError(f"the parameters {sorted(missing)} did not reach the SQL unchanged")
+    return tuple(slots)
+
+
+def _compile_query(queryset: QuerySet, placeholders, parameters, using: str) -> _Plan:
+    if queryset._prefetch_related_lookups or queryset._known_related_objects:
+        raise TypeError("prefetch_related and related managers are not supported")
+    if queryset._iterable_class.__name__ != "ModelIterable":
+        raise TypeError("only querysets of model instances are supported")
+    query = queryset.query
+    if query.select_for_update:
+        raise TypeError("select_for_update is not supported")
+    compiler = query.get_compiler(using=using)
+    sql, params = compiler.as_sql()
+    slots = _slots(sql, params, placeholders, parameters)
 
     select = compiler.select
     klass_info = compiler.klass_info
@@ -177,7 +254,7 @@ def _compile(build: Callable[..., QuerySet], parameters: dict[str, type], using:
     start, end = select_fields[0], select_fields[-1] + 1
     return _Plan(
         sql=sql,
-        slots=tuple(slots),
+        slots=slots,
         converters=tuple(
             (position, tuple(functions), expression)
             for position, (functions, expression) in converters.items()

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from django.db.models import IntegerField, Prefetch, Value
+from django.db.models import F, IntegerField, Prefetch, Value
+from django.db.models.functions import Greatest
 
 from annotation.models import Example
-from dynatask_site.precompiled import PrecompiledQuery
-from tasks.models import Task
+from dynatask_site.precompiled import PrecompiledQuery, PrecompiledUpdate
+from tasks.models import Context, Task
 from tasks.selectors import with_ownership_of
-from tests.factories import ExampleFactory, ModelFactory, TaskFactory, UserFactory
+from tests.factories import (
+    ContextFactory,
+    ExampleFactory,
+    ModelFactory,
+    TaskFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +134,38 @@ def test_unsupported_shapes_are_refused(build):
     task = TaskFactory()
     with pytest.raises(TypeError):
         PrecompiledQuery(build, pk=int).fetch(pk=task.pk)
+
+
+def test_updates_move_by_the_values_given_and_return_the_rows_changed(
+    django_assert_num_queries,
+):
+    first, second = ContextFactory(), ContextFactory()
+    up = PrecompiledUpdate(
+        lambda pk, by: (
+            Context.objects.filter(pk=pk),
+            {"times_served": F("times_served") + by},
+        ),
+        pk=int,
+        by=int,
+    )
+    down = PrecompiledUpdate(
+        lambda pk, by: (
+            Context.objects.filter(pk=pk),
+            {"times_served": Greatest(F("times_served") - by, Value(0))},
+        ),
+        pk=int,
+        by=int,
+    )
+    assert up.run(pk=first.pk, by=5) == 1
+    with django_assert_num_queries(1):
+        assert up.run(pk=first.pk, by=2) == 1
+    assert down.run(pk=first.pk, by=3) == 1
+    assert up.run(pk=0, by=1) == 0
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.times_served, second.times_served) == (4, 0)
+    assert down.run(pk=first.pk, by=10) == 1  # never below zero
+    first.refresh_from_db()
+    assert first.times_served == 0
+    with pytest.raises(ValueError):
+        up.run(pk="x", by=1)
