@@ -20,9 +20,10 @@ import orjson
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
-from django.db import connection
-from django.db.models import Case, Q, TextField, Value, When
+from django.db import connection, connections
+from django.db.models import Case, F, Q, TextField, Value, When
 from django.db.models.functions import Cast
+from django.db.models.query import ValuesListIterable
 
 from leaderboards.models import (
     AccessType,
@@ -76,7 +77,7 @@ SCORE_FIELDS = (
     "model_id",
     "dataset_id",
     "metrics_text",
-    "main_per_tag_text",
+    "main_per_tag_board",
     "per_tag_text",
     "main_value",
     "ci_low",
@@ -271,8 +272,10 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
             is_anonymous,
             not is_anonymous or manages or owner_id == user_id,
         )
-        for model_id, name, is_anonymous, owner_id, owner_name in models.order_by("pk").values_list(
-            "pk", "name", "is_anonymous", "owner_id", "owner__username"
+        for model_id, name, is_anonymous, owner_id, owner_name in _plain_rows(
+            models.order_by("pk").values_list(
+                "pk", "name", "is_anonymous", "owner_id", "owner__username"
+            )
         )
     ]
 
@@ -287,12 +290,13 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         # more than the query itself. The best model per tag needs only the main metric of
         # each tag: the small ``main_per_tag``; the whole ``per_tag`` is read only for
         # scores without it (written before it existed, or for another main metric).
-        has_main_per_tag = Q(main_metric=main_metric) & ~Q(main_per_tag={})
-        rows = list(
+        has_main_per_tag = Q(main_metric=main_metric) & ~Q(main_per_tag_text="{}")
+        # ``metrics_text`` and ``main_per_tag_text`` are the database's text copies of the
+        # JSON fields (generated columns): read as they are stored.
+        rows = _plain_rows(
             scores.annotate(
-                metrics_text=Cast("metrics", TextField()),
-                main_per_tag_text=Case(
-                    When(has_main_per_tag, then=Cast("main_per_tag", TextField())),
+                main_per_tag_board=Case(
+                    When(has_main_per_tag, then=F("main_per_tag_text")),
                     default=Value(None),
                     output_field=TextField(),
                 ),
@@ -348,6 +352,25 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         page_size=page_size,
         instance_memory_gb=instance_memory_gb(),
     )
+
+
+def _plain_rows(queryset) -> list[tuple]:
+    """Return the rows of a ``values_list`` queryset whose columns need no conversion.
+
+    As ``list(queryset)``, read with one ``fetchall``: Django's iteration in chunks of 100
+    cost 1.3 ms for a 2,000-score board, a third of the query itself. A column that does
+    need converting (a JSON or date field on some databases) takes Django's own path.
+    """
+    # Django 5.2 selects the columns in the order asked for (``ValuesListIterable`` only
+    # converts them), so the fetched rows are the queryset's rows.
+    compiler = queryset.query.get_compiler(queryset.db)
+    sql, params = compiler.as_sql()
+    fields = [column[0] for column in compiler.select[: compiler.col_count]]
+    if queryset._iterable_class is not ValuesListIterable or compiler.get_converters(fields):
+        return list(queryset)
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def _json_values(texts: Sequence[str | None]) -> list[Any]:
