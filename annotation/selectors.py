@@ -132,17 +132,21 @@ def example_get_for_actor(task: Task, example_id: int, actor: Actor) -> Example:
     return example
 
 
-def _exclude_actor_work(queryset: QuerySet[Example], actor: Actor) -> QuerySet[Example]:
-    """Drop the actor's own examples and the ones it validated (NOT EXISTS subquery)."""
-    if actor.user is not None:
-        mine = Q(user=actor.user)
-        validated = Validation.objects.filter(example=OuterRef("pk"), user=actor.user)
-    else:
-        mine = Q(campaign_worker=actor.campaign_worker)
-        validated = Validation.objects.filter(
-            example=OuterRef("pk"), campaign_worker=actor.campaign_worker
-        )
-    return queryset.exclude(mine).filter(~Exists(validated))
+def _exclude_work_of(queryset: QuerySet[Example], column: str, actor_id: int) -> QuerySet[Example]:
+    """Drop the actor's own examples and the ones it validated (NOT EXISTS subquery);
+    ``column`` is ``user_id`` or ``campaign_worker_id``."""
+    validated = Validation.objects.filter(example=OuterRef("pk"), **{column: actor_id})
+    return queryset.exclude(**{column: actor_id}).filter(~Exists(validated))
+
+
+def _queue_of(task_id: int, column: str, actor_id: int) -> QuerySet[Example]:
+    queryset = Example.objects.filter(
+        task_id=task_id,
+        validation_state=ValidationState.PENDING,
+        retracted=False,
+        status__in=VALIDATABLE_STATUSES,
+    )
+    return _exclude_work_of(queryset, column, actor_id)
 
 
 def validation_queue(task: Task, actor: Actor) -> QuerySet[Example]:
@@ -150,13 +154,47 @@ def validation_queue(task: Task, actor: Actor) -> QuerySet[Example]:
 
     The filter matches the partial index ``example_validation_queue``.
     """
-    queryset = Example.objects.filter(
-        task=task,
-        validation_state=ValidationState.PENDING,
-        retracted=False,
-        status__in=VALIDATABLE_STATUSES,
+    column, actor_id = _actor_column(actor)
+    return _queue_of(task.pk, column, actor_id)
+
+
+def _actor_column(actor: Actor) -> tuple[str, int]:
+    if actor.user is not None:
+        return "user_id", actor.user.pk
+    return "campaign_worker_id", actor.campaign_worker.pk
+
+
+# The validate page's reads, compiled once per shape (``PrecompiledQuery``): the next example
+# of each verdict, and an example still in the queue, for a user or a campaign worker.
+_VERDICTS = {
+    "fooled": {"model_wrong": True},
+    "not_fooled": {"model_wrong": False},
+    "no_verdict": {"model_wrong__isnull": True},
+}
+_NEXT_TO_VALIDATE = {
+    (verdict, column): PrecompiledQuery(
+        lambda task_id, actor_id, column=column, lookup=lookup: _queue_of(task_id, column, actor_id)
+        .filter(**lookup)
+        .select_related("config_version", "context")
+        .order_by("validation_count", "id")[:1],
+        task_id=int,
+        actor_id=int,
     )
-    return _exclude_actor_work(queryset, actor)
+    for verdict, lookup in _VERDICTS.items()
+    for column in ("user_id", "campaign_worker_id")
+}
+_IN_QUEUE = {
+    column: PrecompiledQuery(
+        lambda task_id, actor_id, pk, column=column: _queue_of(task_id, column, actor_id)
+        .filter(pk=pk)
+        .select_related("config_version", "context")
+        .order_by()[:1],
+        task_id=int,
+        actor_id=int,
+        pk=int,
+    )
+    for column in ("user_id", "campaign_worker_id")
+}
 
 
 def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
@@ -168,20 +206,16 @@ def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
     ``example_validation_queue`` (task, model_wrong, validation_count, id) and takes one row:
     at most three queries, whatever the table size.
     """
-    queue = validation_queue(task, actor).order_by("validation_count", "id")
+    column, actor_id = _actor_column(actor)
 
-    def first(**verdict) -> Example | None:
-        return queue.filter(**verdict).select_related("config_version", "context").first()
+    def first(verdict: str) -> Example | None:
+        return _NEXT_TO_VALIDATE[verdict, column].first(task_id=task.pk, actor_id=actor_id)
 
     if not task.validate_non_fooling:
-        return first(model_wrong=True) or first(model_wrong__isnull=True)
+        return first("fooled") or first("no_verdict")
     candidates = [
         example
-        for example in (
-            first(model_wrong=True),
-            first(model_wrong=False),
-            first(model_wrong__isnull=True),
-        )
+        for example in (first("fooled"), first("not_fooled"), first("no_verdict"))
         if example is not None
     ]
     if not candidates:
@@ -191,12 +225,8 @@ def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
 
 def example_for_validation(task: Task, example_id: int, actor: Actor) -> Example | None:
     """Return example ``example_id`` if it is still in ``actor``'s validation queue."""
-    return (
-        validation_queue(task, actor)
-        .filter(pk=example_id)
-        .select_related("config_version", "context")
-        .first()
-    )
+    column, actor_id = _actor_column(actor)
+    return _IN_QUEUE[column].first(task_id=task.pk, actor_id=actor_id, pk=example_id)
 
 
 REVIEW_PAGE_SIZE = 50
