@@ -7,9 +7,9 @@ from django.db.models import F, IntegerField, Prefetch, Value
 from django.db.models.functions import Greatest
 
 from annotation.models import Example
+from annotation.selectors import _TASK_WITH_OWNERSHIP
 from dynatask_site.precompiled import PrecompiledQuery, PrecompiledUpdate
 from tasks.models import Context, Task
-from tasks.selectors import with_ownership_of
 from tests.factories import (
     ContextFactory,
     ExampleFactory,
@@ -28,13 +28,8 @@ def _example_query(pk):
 
 
 EXAMPLE = PrecompiledQuery(_example_query, pk=int)
-TASK_WITH_OWNERSHIP = PrecompiledQuery(
-    lambda code, user_id: with_ownership_of(
-        Task.objects.select_related("current_config").filter(code=code), user_id
-    ).order_by()[:1],
-    code=str,
-    user_id=int,
-)
+# The create page's task lookup, with the viewer's ownership annotated.
+TASK_WITH_OWNERSHIP = _TASK_WITH_OWNERSHIP
 
 
 def _state(instance, related=()):
