@@ -4,6 +4,7 @@ render. Pages are server-rendered; htmx swaps the example's status panel."""
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from functools import wraps
 
 from django.conf import settings
@@ -117,24 +118,33 @@ def _campaign_kind_ok(actor, kind: str) -> bool:
 
 
 # -- the create page ----------
+@dataclass(frozen=True)
+class _BlankForm:
+    """A new example's form with no input filled in: its HTML is laid out once per config
+    version (``blank_create_html``), so no form object is built for it."""
+
+    retain: bool
+
+
 def _form_part(task, config, context, form, goal_label: str) -> dict:
     """What ``_create_form.html`` shows: the goal and the create form (a blank one's HTML is
     laid out once per config version, goal and retain switch, see ``blank_create_html``)."""
+    blank = isinstance(form, _BlankForm)
     part = {
         "task": task,
         "config": config,
-        "form": form,
+        "form": None if blank else form,
         "goal_label": goal_label,
         "goal_text": goal_text(config, goal_label),
         "needs_context": bool(config.context),
     }
-    if not form.is_bound and not any(form.initial.get(spec.name) for spec in form.specs):
+    if blank:
         version = task.current_config
         part["form_html"] = blank_create_html(
             (task.code, version.pk, version.yaml_text),
             config,
             goal_label=goal_label,
-            retain=bool(form.initial.get("retain_input")),
+            retain=form.retain,
             context_id=context.pk if context else None,
             template_context=part,
         )
@@ -142,19 +152,17 @@ def _form_part(task, config, context, form, goal_label: str) -> dict:
 
 
 def _new_form(request, task, config, context, *, retained: dict | None = None):
-    """Return (form, goal label) of a new example on ``context``: blank, or with the retained
-    input and goal when the worker keeps their input (``retained``)."""
+    """Return (form, goal label) of a new example on ``context``: blank (a ``_BlankForm``), or
+    with the retained input and goal when the worker keeps their input (``retained``)."""
     initial: dict = dict((retained or {}).get("input") or {})
     goal_label = (retained or {}).get("goal_label", "")
     goal = config.goal_field
     if goal is not None and goal_label not in goal.labels:
         goal_label = random.choice(goal.labels)  # noqa: S311
-    initial.update(
-        {
-            "context_id": context.pk if context else None,
-            "retain_input": _prefs(request, task).get("retain", False),
-        }
-    )
+    retain = bool(_prefs(request, task).get("retain", False))
+    if not any(initial.get(spec.name) for spec in config.input):
+        return _BlankForm(retain=retain), goal_label
+    initial.update({"context_id": context.pk if context else None, "retain_input": retain})
     return CreateForm(config=config, goal_label=goal_label, initial=initial), goal_label
 
 

@@ -1128,7 +1128,11 @@ def _main_tag_maps(
     """
     main_per_tag = board.main_per_tag
     per_tag = board.per_tag
-    maps: list[Any] = []
+    if main_per_tag:
+        maps: list[Any] = [main_per_tag[position] for _, _, position in rows]
+        if None not in maps:  # every score has its ``main_per_tag``: the common case
+            return maps
+    maps = []
     for _, _, position in rows:
         known = main_per_tag[position] if main_per_tag else None
         if known is None:
@@ -1154,7 +1158,7 @@ def _tag_sums_from_arrays(
 
     Returns the tag names and, per (tag, model) pair, the tag's index, the model position,
     the sum of weight * value and the sum of weights. The pairs are flattened with C-level
-    iteration; ``np.add.at`` adds in index order, that is in score order, from 0.0 as
+    iteration; ``np.bincount`` adds in index order, that is in score order, from 0.0 as
     ``_tag_sums`` does.
     """
     empty = np.zeros(0, dtype=np.int64)
@@ -1174,10 +1178,9 @@ def _tag_sums_from_arrays(
     model_index = model_index[kept]
     width = int(model_index.max()) + 1
     unique, inverse = np.unique(tag_index * width + model_index, return_inverse=True)
-    totals = np.zeros(unique.size)
-    weight_totals = np.zeros(unique.size)
-    np.add.at(totals, inverse, weights[kept] * values[kept])
-    np.add.at(weight_totals, inverse, weights[kept])
+    inverse = inverse.ravel()
+    totals = np.bincount(inverse, weights=weights[kept] * values[kept], minlength=unique.size)
+    weight_totals = np.bincount(inverse, weights=weights[kept], minlength=unique.size)
     return names, unique // width, unique % width, totals, weight_totals
 
 
