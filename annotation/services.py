@@ -35,6 +35,7 @@ from annotation.models import (
     ValidationState,
     VerdictSource,
 )
+from dynatask_site.precompiled import ColumnUpdate
 from models_hub.selectors import model_pick_for_round
 from tasks.config.types import FieldType, TaskConfig
 from tasks.config.values import check_metadata, check_worker_input
@@ -266,6 +267,15 @@ def _answer_values(config: TaskConfig, data: Mapping, output: Mapping, latency_m
     }
 
 
+# The live job's answer, written on every submission: one statement built once (the ORM's
+# ``update()`` compiled it anew each time, more time than PostgreSQL took to run it).
+_CLAIM_ANSWER = ColumnUpdate(
+    Example,
+    set_fields=MODEL_ANSWER_FIELDS,
+    where_fields=("id", "status", "retracted", "validation_state"),
+)
+
+
 def _claim_answer(known: Example, values: Mapping) -> bool:
     """Write ``values`` in one UPDATE if the row is still as ``known`` saw it; say if it was.
 
@@ -274,12 +284,15 @@ def _claim_answer(known: Example, values: Mapping) -> bool:
     the counters moved afterwards are the ones ``_locked`` would have read.
     """
     return bool(
-        Example.objects.filter(
-            pk=known.pk,
-            status=ExampleStatus.AWAITING_MODEL,
-            retracted=known.retracted,
-            validation_state=known.validation_state,
-        ).update(**values)
+        _CLAIM_ANSWER.run(
+            values,
+            {
+                "id": known.pk,
+                "status": ExampleStatus.AWAITING_MODEL,
+                "retracted": known.retracted,
+                "validation_state": known.validation_state,
+            },
+        )
     )
 
 

@@ -18,7 +18,7 @@ the tests of each caller exercise.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,3 +286,48 @@ def _instance(plan: _Plan, row: tuple, connection, using: str):
     for name, position in plan.annotations:
         setattr(instance, name, row[position])
     return instance
+
+
+class ColumnUpdate:
+    """``UPDATE table SET <fields> = %s ... WHERE <match fields> = %s AND ...``, written once.
+
+    For a hot write whose values are of any type (JSON, dates, NULLs) that
+    ``PrecompiledUpdate`` cannot take as parameters: the statement is built once per
+    database from the fields' columns, and each call converts its values as ``update()``
+    would (``get_db_prep_save`` for the new values, ``get_db_prep_value`` for the matched
+    ones). A matched value may not be None (``= NULL`` matches nothing): that raises.
+    """
+
+    def __init__(self, model: type, set_fields: Sequence[str], where_fields: Sequence[str]):
+        meta = model._meta
+        self._table = meta.db_table
+        self._set = tuple(meta.get_field(name) for name in set_fields)
+        self._where = tuple(meta.get_field(name) for name in where_fields)
+        self._sql: dict[str, str] = {}
+
+    def run(
+        self, changes: Mapping[str, Any], where: Mapping[str, Any], using: str = DEFAULT_DB_ALIAS
+    ) -> int:
+        """Set the fields of ``changes`` to their values in the rows where the fields of
+        ``where`` have theirs; return the number of rows changed."""
+        if set(changes) != {field.name for field in self._set} or set(where) != {
+            field.name for field in self._where
+        }:
+            raise TypeError("the changes and matches must name the fields given at creation")
+        connection = connections[using]
+        params = [field.get_db_prep_save(changes[field.name], connection) for field in self._set]
+        for field in self._where:
+            if where[field.name] is None:
+                raise ValueError(f"{field.name}: matching NULL needs IS NULL, not =")
+            params.append(field.get_db_prep_value(where[field.name], connection))
+        sql = self._sql.get(using)
+        if sql is None:
+            quote = connection.ops.quote_name
+            sets = ", ".join(f"{quote(field.column)} = %s" for field in self._set)
+            matches = " AND ".join(f"{quote(field.column)} = %s" for field in self._where)
+            # Quoted column and table names from the model; every value is a parameter.
+            table = quote(self._table)
+            sql = self._sql[using] = f"UPDATE {table} SET {sets} WHERE {matches}"  # noqa: S608
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount

@@ -164,3 +164,42 @@ def test_updates_move_by_the_values_given_and_return_the_rows_changed(
     assert first.times_served == 0
     with pytest.raises(ValueError):
         up.run(pk="x", by=1)
+
+
+def test_column_updates_take_values_of_any_type_and_match_exactly(django_assert_num_queries):
+    from django.utils import timezone
+
+    from dynatask_site.precompiled import ColumnUpdate
+
+    example = ExampleFactory(status="awaiting_model", model_wrong=None, retracted=False)
+    other = ExampleFactory(status="awaiting_model", model_wrong=None)
+    answer = ColumnUpdate(
+        Example,
+        set_fields=("status", "model_output", "model_wrong", "model_latency_ms", "updated_at"),
+        where_fields=("id", "status", "retracted"),
+    )
+    when = timezone.now()
+    changes = {
+        "status": "model_answered",
+        "model_output": {"label": "négatif", "prob": [0.5, 0.5]},
+        "model_wrong": None,
+        "model_latency_ms": None,
+        "updated_at": when,
+    }
+    match = {"id": example.pk, "status": "awaiting_model", "retracted": False}
+    with django_assert_num_queries(1):
+        assert answer.run(changes, match) == 1
+    assert answer.run(changes, match) == 0  # no longer awaiting: nothing matches
+    assert answer.run(changes, {**match, "id": other.pk, "retracted": True}) == 0
+    example.refresh_from_db()
+    other.refresh_from_db()
+    assert (example.status, example.model_output, example.model_wrong) == (
+        "model_answered",
+        {"label": "négatif", "prob": [0.5, 0.5]},
+        None,
+    )
+    assert example.updated_at == when and other.status == "awaiting_model"
+    with pytest.raises(ValueError):
+        answer.run(changes, {**match, "status": None})
+    with pytest.raises(TypeError):
+        answer.run({"status": "x"}, match)
