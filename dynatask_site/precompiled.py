@@ -182,16 +182,21 @@ class PrecompiledUpdate(_Precompiled):
         return _UpdatePlan(sql=sql, slots=_slots(sql, params, placeholders, self._parameters))
 
 
+# The widest integer column (bigint): a value outside cannot match and some databases
+# refuse to bind it (SQLite raises OverflowError).
+_INT_RANGE = range(-(2**63), 2**63)
+
+
 def _as_kind(value: Any, kind: type) -> int | str | None:
     if kind is int:
         if isinstance(value, bool):
             return None
-        if isinstance(value, int):
-            return value
-        try:
-            return int(str(value).strip())
-        except ValueError:
-            return None
+        if not isinstance(value, int):
+            try:
+                value = int(str(value).strip())
+            except ValueError:
+                return None
+        return value if value in _INT_RANGE else None
     return value if isinstance(value, str) else None
 
 

@@ -94,13 +94,13 @@ def instance_memory_gb() -> float:
     return float(getattr(settings, "LEADERBOARD_INSTANCE_MEMORY_GB", DEFAULT_INSTANCE_MEMORY_GB))
 
 
-def _visible_models_filter(task: Task, user, prefix: str = "") -> Q | None:
+def _visible_models_filter(task: Task, user) -> Q | None:
     """Return the filter of the models ``user`` may see, or None for "all of them"."""
     if can_manage_task(user, task):
         return None
-    visible = Q(**{f"{prefix}is_published": True})
+    visible = Q(is_published=True)
     if user is not None and user.is_authenticated:
-        visible |= Q(**{f"{prefix}owner": user})
+        visible |= Q(owner=user)
     return visible
 
 

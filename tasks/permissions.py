@@ -20,7 +20,7 @@ def is_task_owner(user: User, task: Task) -> bool:
     if user.is_superuser:
         return True
     # Use what the view loaded: this very user's ownership
-    # (``tasks.selectors.with_viewer_ownership``) or the prefetched owners; else one query.
+    # (``tasks.selectors.with_ownership_of``) or the prefetched owners; else one query.
     if getattr(task, "viewer_owns_for", None) == user.pk:
         return bool(task.viewer_owns)
     cache = getattr(task, "_prefetched_objects_cache", {})

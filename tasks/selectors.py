@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Exists, IntegerField, OuterRef, Q, QuerySet, Value
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from dynatask_site.precompiled import PrecompiledQuery
 from tasks.errors import NotFound
@@ -20,17 +20,10 @@ def task_list_visible(user) -> QuerySet[Task]:
     return tasks.filter(hidden=False)
 
 
-def with_viewer_ownership(tasks: QuerySet[Task], user) -> QuerySet[Task]:
-    """Annotate whether ``user`` owns each task, for ``is_task_owner`` (no owners query)."""
-    user_id = user.pk if user and user.is_authenticated else None
-    return with_ownership_of(tasks, user_id).annotate(
-        viewer_owns_for=Value(user_id, output_field=IntegerField())
-    )
-
-
 def with_ownership_of(tasks: QuerySet[Task], user_id: int | None) -> QuerySet[Task]:
-    """Annotate ``viewer_owns``: whether the user ``user_id`` owns each task. Set
-    ``viewer_owns_for = user_id`` on the tasks read for ``is_task_owner`` to trust it."""
+    """Annotate ``viewer_owns``: whether the user ``user_id`` owns each task (no owners
+    query). Set ``viewer_owns_for = user_id`` on the tasks read, for ``is_task_owner`` to
+    trust it (``annotation.selectors.task_for_actor`` does)."""
     owns = Task.owners.through.objects.filter(task_id=OuterRef("pk"), user_id=user_id)
     return tasks.annotate(viewer_owns=Exists(owns))
 

@@ -404,6 +404,12 @@ def test_hostile_input_is_escaped_and_never_500(client, worker, sentiment_task):
         "/tasks/sentiment/create", {"context_id": "999999", "statement": "a", "label": "neutral"}
     )
     assert forged.status_code in (400, 409)
+    for not_an_id in ("1 OR 1=1", "abc", "-1", "9" * 40):
+        response = client.post(
+            "/tasks/sentiment/create",
+            {"context_id": not_an_id, "statement": "a", "label": "neutral"},
+        )
+        assert response.status_code in (400, 409), not_an_id
     assert Example.objects.count() == 1
 
 
