@@ -337,31 +337,23 @@ def cpu_snapshot() -> dict[str, float]:
     """CPU seconds (user + system) used so far by each group of processes on this machine.
 
     Groups by command line: gunicorn, RQ workers, the model server, PostgreSQL backends,
-    redis-server, and this process (the load generator). Linux only (``/proc``); elsewhere
-    it returns an empty dict.
+    redis-server, and this process (the load generator).
     """
-    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    import psutil
+
     totals: dict[str, float] = {}
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return totals
     me = os.getpid()
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
+    for process in psutil.process_iter(["cmdline", "cpu_times"]):
+        times = process.info["cpu_times"]
+        if times is None:  # gone, or not ours to read
             continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        seconds = (int(fields[11]) + int(fields[12])) / ticks
-        if int(entry.name) == me:
+        if process.pid == me:
             group = "load generator"
         else:
+            cmdline = " ".join(process.info["cmdline"] or ())
             group = next((name for name, needle in CPU_GROUPS if needle in cmdline), None)
         if group is not None:
-            totals[group] = totals.get(group, 0.0) + seconds
+            totals[group] = totals.get(group, 0.0) + times.user + times.system
     return totals
 
 
