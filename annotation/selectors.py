@@ -31,15 +31,14 @@ def _one(queryset: QuerySet):
     return next(iter(queryset.order_by()[:1]), None)
 
 
+def _task_by_code(code: str) -> QuerySet[Task]:
+    return Task.objects.select_related("current_config").filter(code=code).order_by()
+
+
 # The hot lookups of the create and validate pages, compiled once (``PrecompiledQuery``).
-_TASK = PrecompiledQuery(
-    lambda code: Task.objects.select_related("current_config").filter(code=code).order_by()[:1],
-    code=str,
-)
+_TASK = PrecompiledQuery(lambda code: _task_by_code(code)[:1], code=str)
 _TASK_WITH_OWNERSHIP = PrecompiledQuery(
-    lambda code, user_id: with_ownership_of(
-        Task.objects.select_related("current_config").filter(code=code), user_id
-    ).order_by()[:1],
+    lambda code, user_id: with_ownership_of(_task_by_code(code), user_id)[:1],
     code=str,
     user_id=int,
 )
