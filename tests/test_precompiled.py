@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.db.models import F, IntegerField, Prefetch, Value
-from django.db.models.functions import Greatest
 
 from annotation.models import Example
 from annotation.selectors import _TASK_WITH_OWNERSHIP
@@ -134,36 +133,35 @@ def test_unsupported_shapes_are_refused(build):
 def test_updates_move_by_the_values_given_and_return_the_rows_changed(
     django_assert_num_queries,
 ):
+    """Through the stats hooks' counter moves (``annotation.stats._move_counters``): an
+    UPDATE compiled once per shape, the amounts as parameters, never below zero."""
+    from annotation.stats import _move_counters
+
     first, second = ContextFactory(), ContextFactory()
-    up = PrecompiledUpdate(
-        lambda pk, by: (
-            Context.objects.filter(pk=pk),
-            {"times_served": F("times_served") + by},
-        ),
-        pk=int,
-        by=int,
-    )
-    down = PrecompiledUpdate(
-        lambda pk, by: (
-            Context.objects.filter(pk=pk),
-            {"times_served": Greatest(F("times_served") - by, Value(0))},
-        ),
-        pk=int,
-        by=int,
-    )
-    assert up.run(pk=first.pk, by=5) == 1
+
+    def move(pk, by):
+        return _move_counters(Context, {"pk": pk}, {"times_served": by})
+
+    assert move(first.pk, 5) == 1
     with django_assert_num_queries(1):
-        assert up.run(pk=first.pk, by=2) == 1
-    assert down.run(pk=first.pk, by=3) == 1
-    assert up.run(pk=0, by=1) == 0
+        assert move(first.pk, 2) == 1
+    assert move(first.pk, -3) == 1
+    assert move(0, 1) == 0
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.times_served, second.times_served) == (4, 0)
-    assert down.run(pk=first.pk, by=10) == 1  # never below zero
+    assert move(first.pk, -10) == 1  # never below zero
     first.refresh_from_db()
     assert first.times_served == 0
     with pytest.raises(ValueError):
-        up.run(pk="x", by=1)
+        move("x", 1)
+    # The bare mechanism, a value not of its type: refused before any query.
+    served = PrecompiledUpdate(
+        lambda pk: (Context.objects.filter(pk=pk), {"times_served": F("times_served") + 1}),
+        pk=int,
+    )
+    with pytest.raises(ValueError):
+        served.run(pk="x")
 
 
 def test_column_updates_take_values_of_any_type_and_match_exactly(django_assert_num_queries):
