@@ -666,9 +666,10 @@ def build_leaderboard_table(
     task_code: str,
     metric_specs: Sequence[Any],
     datasets: Sequence[DatasetRecord],
-    models: Sequence[ModelRecord],
-    scores: ScoreColumns | Iterable[ScoreRecord],
+    models: Sequence[ModelRecord] = (),
+    scores: ScoreColumns | Iterable[ScoreRecord] = (),
     weights: LeaderboardWeights,
+    board: Board | None = None,
     sort: str = DEFAULT_SORT,
     page: int = 1,
     page_size: int = DEFAULT_PAGE_SIZE,
@@ -680,7 +681,9 @@ def build_leaderboard_table(
     The Dynascore of every model is computed in one pass on numpy arrays (the fast path of
     ``leaderboards.dynascore``, equal to the reference to the last bit); every model is
     ordered, but only the page rows are built into ``LeaderboardRow`` objects, so the
-    Python work per model is a few list and array operations.
+    Python work per model is a few list and array operations. ``board`` (a ``Board`` of
+    the listed models and of ``datasets``, by slug, e.g. from ``leaderboards.cubes``)
+    replaces ``models`` and ``scores``.
     """
     notes = list(messages)
     main_spec = next((spec for spec in metric_specs if spec.is_main), None)
@@ -691,9 +694,10 @@ def build_leaderboard_table(
         for dataset in scoring
     }
     metric_names = [spec.name for spec in metric_specs]
-    if not isinstance(scores, ScoreColumns):
-        scores = ScoreColumns.from_records(scores)
-    board = _Board.load(models, datasets, scores, metric_names, main_metric)
+    if board is None:
+        if not isinstance(scores, ScoreColumns):
+            scores = ScoreColumns.from_records(scores)
+        board = Board.load(models, datasets, scores, metric_names, main_metric)
     keys = board.keys
 
     error: str | None = None
@@ -739,7 +743,7 @@ def build_leaderboard_table(
             )
         except DynascoreError as problem:
             error, error_code = problem.message, problem.code
-    elif error is None and models:
+    elif error is None and board.keys:
         notes.append("No model has a score on the scoring datasets yet.")
 
     columns = tuple(
@@ -862,25 +866,25 @@ def build_leaderboard_table(
         error=error,
         error_code=error_code,
         messages=tuple(notes),
-        best_per_tag=_best_per_tag(board, dataset_weights, main_metric),
+        best_per_tag=_best_per_tag(board, dataset_weights),
         trend_rounds=trend_rounds,
         trends=trends,
     )
 
 
 @dataclass(frozen=True, eq=False)
-class _Board:
+class Board:
     """The scores of the listed models as arrays: models (sorted keys) x datasets x metrics.
 
     ``keys`` are the models' zero-padded ids, sorted; ``slugs`` the datasets (the listed
     ones, then any other slug the scores name). NaN stands for a missing value; ``present``
-    says which (model, dataset) pairs have a Score. ``rows`` are the (model, dataset,
-    score position) of each Score of a listed model, in the order the scores came (the
-    last Score wins if a pair has two).
+    says which (model, dataset) pairs have a Score (the last Score wins if a pair has
+    two). ``tag_values`` holds each score's main metric on each of ``tag_names``
+    (models x datasets x tags; NaN: the score has no value for that tag).
     """
 
     keys: list[str]
-    models: list[ModelRecord]
+    models: Sequence[ModelRecord]
     slugs: list[str]
     slug_position: dict[str, int]
     metric_names: list[str]
@@ -890,9 +894,8 @@ class _Board:
     present: np.ndarray
     ci_lows: np.ndarray
     ci_highs: np.ndarray
-    rows: list[tuple[int, int, int]]
-    per_tag: Sequence[Any]
-    main_per_tag: Sequence[Mapping[str, Any] | None]
+    tag_names: list[str]
+    tag_values: np.ndarray
 
     @classmethod
     def load(
@@ -902,7 +905,7 @@ class _Board:
         scores: ScoreColumns,
         metric_names: Sequence[str],
         main_metric: str,
-    ) -> _Board:
+    ) -> Board:
         model_by_key = {f"{model.model_id:012d}": model for model in models}
         keys = sorted(model_by_key)
         listed = [model_by_key[key] for key in keys]
@@ -948,6 +951,12 @@ class _Board:
         ci_lows[model_index, dataset_index] = _finite_array(scores.ci_lows)[kept]
         ci_highs = np.full(shape, np.nan)
         ci_highs[model_index, dataset_index] = _finite_array(scores.ci_highs)[kept]
+        tag_names, tag_values = _tag_array(
+            shape,
+            model_index,
+            dataset_index,
+            _main_tag_maps(scores, kept.tolist(), main_metric),
+        )
         return cls(
             keys=keys,
             models=listed,
@@ -960,11 +969,8 @@ class _Board:
             present=present,
             ci_lows=ci_lows,
             ci_highs=ci_highs,
-            rows=list(
-                zip(model_index.tolist(), dataset_index.tolist(), kept.tolist(), strict=True)
-            ),
-            per_tag=scores.per_tag,
-            main_per_tag=scores.main_per_tag,
+            tag_names=tag_names,
+            tag_values=tag_values,
         )
 
     def average_column(self, averages: np.ndarray, name: str) -> np.ndarray:
@@ -995,7 +1001,7 @@ def _none_if_nan(value: float) -> float | None:
     return None if value != value else value
 
 
-def _order_by_name(board: _Board, groups: np.ndarray, descending: bool) -> list[int]:
+def _order_by_name(board: Board, groups: np.ndarray, descending: bool) -> list[int]:
     """Return the model positions by display name (case-folded) inside each group."""
     keyed = [
         (group, board.display_name(index).lower(), board.keys[index])
@@ -1029,7 +1035,7 @@ def _offset(spec: Any, averages: np.ndarray, memory: float) -> float:
 
 
 def _row(
-    board: _Board,
+    board: Board,
     index: int,
     ranked: ModelScore | None,
     averages: np.ndarray,
@@ -1071,69 +1077,53 @@ def _row(
     )
 
 
-def _best_per_tag(
-    board: _Board, dataset_weights: Mapping[str, float], main_metric: str
-) -> tuple[TagLeader, ...]:
+def _best_per_tag(board: Board, dataset_weights: Mapping[str, float]) -> tuple[TagLeader, ...]:
     """Return, per example tag, the model with the best weighted main metric on it.
 
-    A model's value on a tag is the dataset-weighted mean of its per-tag main metric
-    (sums taken in score order); the best value wins, the smaller model key on a tie.
+    A model's value on a tag is the dataset-weighted mean of its per-tag main metric over
+    the datasets of positive weight that have a value for the tag (summed in the board's
+    dataset order); the best value wins, the smaller model key on a tie.
     """
-    weight_of = [dataset_weights.get(slug, 0.0) for slug in board.slugs]
-    rows = board.rows
-    if not all(weight > 0 for weight in weight_of):
-        rows = [row for row in rows if weight_of[row[1]] > 0]
-    tag_maps = _main_tag_maps(board, rows, main_metric)
-    if set(map(type, tag_maps)) <= {dict}:
-        names, tag_index, model_index, totals, weights = _tag_sums_from_arrays(
-            rows, tag_maps, weight_of
-        )
-    else:
-        weighted = _tag_sums(rows, tag_maps, weight_of)
-        names = list(dict.fromkeys(tag for tag, _ in weighted))
-        position = {name: index for index, name in enumerate(names)}
-        tag_index = np.array([position[tag] for tag, _ in weighted], dtype=np.int64)
-        model_index = np.array([model for _, model in weighted], dtype=np.int64)
-        totals = np.array([total for total, _ in weighted.values()], dtype=float)
-        weights = np.array([weight for _, weight in weighted.values()], dtype=float)
-    if not names:
+    count = len(board.keys)
+    if not board.tag_names or not count:
         return ()
-    values = totals / weights
-    # Per tag: the best value, then the smaller model position (keys are sorted, so the
-    # smaller key) on a tie.
-    order = np.lexsort((model_index, -values, tag_index))
-    first = order[np.flatnonzero(np.diff(tag_index[order], prepend=-1) != 0)]
-    leaders = {
-        names[tag]: (value, model)
-        for tag, value, model in zip(
-            tag_index[first].tolist(),
-            values[first].tolist(),
-            model_index[first].tolist(),
-            strict=True,
-        )
-    }
+    totals = np.zeros((count, len(board.tag_names)))
+    weights = np.zeros_like(totals)
+    for slug, position in board.slug_position.items():
+        weight = dataset_weights.get(slug, 0.0)
+        if not weight > 0:
+            continue
+        values = board.tag_values[:, position, :]
+        has = ~np.isnan(values)
+        totals += weight * np.where(has, values, 0.0)
+        weights += np.where(has, weight, 0.0)
+    scored = weights > 0
+    means = np.full_like(totals, -np.inf)
+    np.divide(totals, weights, out=means, where=scored)
+    tags = np.flatnonzero(scored.any(axis=0))
+    # ``argmax`` takes the first best: the smaller model position, that is the smaller key.
+    best = means[:, tags].argmax(axis=0)
     return tuple(
-        TagLeader(tag, board.display_name(leaders[tag][1]), leaders[tag][0])
-        for tag in sorted(leaders)
+        TagLeader(board.tag_names[tag], board.display_name(index), float(means[index, tag]))
+        for tag, index in zip(tags.tolist(), best.tolist(), strict=True)
     )
 
 
-def _main_tag_maps(
-    board: _Board, rows: Sequence[tuple[int, int, int]], main_metric: str
-) -> list[Any]:
-    """Return each row's ``{tag: main metric value}``: ``main_per_tag``, else from ``per_tag``.
+def _main_tag_maps(scores: ScoreColumns, positions: Sequence[int], main_metric: str) -> list[Any]:
+    """Return the ``{tag: main metric value}`` of the scores at ``positions``.
 
-    A ``per_tag`` that is not a mapping gives itself (``_tag_sums`` skips it); its tags
-    whose value is not a mapping are left out, as they have no main metric.
+    That is ``main_per_tag``, else taken from ``per_tag``. A ``per_tag`` that is not a
+    mapping gives itself (``_tag_array`` skips it); its tags whose value is not a mapping
+    are left out, as they have no main metric.
     """
-    main_per_tag = board.main_per_tag
-    per_tag = board.per_tag
+    main_per_tag = scores.main_per_tag
+    per_tag = scores.per_tag
     if main_per_tag:
-        maps: list[Any] = [main_per_tag[position] for _, _, position in rows]
+        maps: list[Any] = [main_per_tag[position] for position in positions]
         if None not in maps:  # every score has its ``main_per_tag``: the common case
             return maps
     maps = []
-    for _, _, position in rows:
+    for position in positions:
         known = main_per_tag[position] if main_per_tag else None
         if known is None:
             tags = per_tag[position]
@@ -1149,68 +1139,39 @@ def _main_tag_maps(
     return maps
 
 
-def _tag_sums_from_arrays(
-    rows: Sequence[tuple[int, int, int]],
-    tag_maps: Sequence[dict],
-    weight_of: Sequence[float],
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``_tag_sums`` as arrays when every row's tag map is a dict (what JSON gives).
+def _tag_array(
+    shape: tuple[int, int],
+    model_index: np.ndarray,
+    dataset_index: np.ndarray,
+    tag_maps: Sequence[Any],
+) -> tuple[list[str], np.ndarray]:
+    """Return the tag names (sorted) and the models x datasets x tags array of ``tag_maps``.
 
-    Returns the tag names and, per (tag, model) pair, the tag's index, the model position,
-    the sum of weight * value and the sum of weights. The pairs are flattened with C-level
-    iteration; ``np.bincount`` adds in index order, that is in score order, from 0.0 as
-    ``_tag_sums`` does.
+    ``tag_maps[i]`` is the ``{tag: main metric value}`` of the score at (``model_index[i]``,
+    ``dataset_index[i]``); one that is not a mapping, and values that are not finite
+    numbers, give nothing (NaN). The pairs are flattened with C-level iteration.
     """
-    empty = np.zeros(0, dtype=np.int64)
-    tags = list(chain.from_iterable(tag_maps))
+    maps = [tags if isinstance(tags, Mapping) else {} for tags in tag_maps]
+    tags = list(chain.from_iterable(maps))
     if not set(map(type, tags)) <= {str}:
         tags = [str(tag) for tag in tags]
-    values = _finite_array(list(chain.from_iterable(map(dict.values, tag_maps))))
-    counts = np.fromiter(map(len, tag_maps), dtype=np.int64, count=len(tag_maps))
-    model_index = np.repeat(np.array([row[0] for row in rows], dtype=np.int64), counts)
-    weights = np.repeat(np.array([weight_of[row[1]] for row in rows], dtype=float), counts)
-    kept = np.flatnonzero(~np.isnan(values))
-    if not kept.size:
-        return [], empty, empty, np.zeros(0), np.zeros(0)
-    names = list(dict.fromkeys(tags))
+    names = sorted(set(tags))
+    array = np.full((*shape, len(names)), np.nan)
+    if not tags:
+        return names, array
+    values = _finite_array(list(chain.from_iterable(map(methodcaller("values"), maps))))
+    counts = np.fromiter(map(len, maps), dtype=np.int64, count=len(maps))
     position = {name: index for index, name in enumerate(names)}
-    tag_index = np.array(list(map(position.__getitem__, tags)), dtype=np.int64)[kept]
-    model_index = model_index[kept]
-    width = int(model_index.max()) + 1
-    unique, inverse = np.unique(tag_index * width + model_index, return_inverse=True)
-    inverse = inverse.ravel()
-    totals = np.bincount(inverse, weights=weights[kept] * values[kept], minlength=unique.size)
-    weight_totals = np.bincount(inverse, weights=weights[kept], minlength=unique.size)
-    return names, unique // width, unique % width, totals, weight_totals
-
-
-def _tag_sums(
-    rows: Sequence[tuple[int, int, int]],
-    tag_maps: Sequence[Any],
-    weight_of: Sequence[float],
-) -> dict[tuple[str, int], tuple[float, float]]:
-    """Return (tag, model position) -> (sum of weight * value, sum of weights).
-
-    ``tag_maps`` are ``{tag: main metric value}`` per row; rows that are not mappings
-    and values that are not finite numbers are skipped.
-    """
-    weighted: dict[tuple[str, int], list[float]] = {}
-    for (model_index, dataset_index, _), tags in zip(rows, tag_maps, strict=True):
-        weight = weight_of[dataset_index]
-        if not isinstance(tags, Mapping):
-            continue
-        for tag, raw in tags.items():
-            value = _finite_or_none(raw)
-            if value is None:
-                continue
-            sums = weighted.setdefault((str(tag), model_index), [0.0, 0.0])
-            sums[0] += weight * value
-            sums[1] += weight
-    return {key: (total, weight) for key, (total, weight) in weighted.items()}
+    array[
+        np.repeat(model_index, counts),
+        np.repeat(dataset_index, counts),
+        np.array(list(map(position.__getitem__, tags)), dtype=np.int64),
+    ] = values
+    return names, array
 
 
 def _trends(
-    result: DynascoreArrays | None, scoring: Sequence[DatasetRecord], board: _Board
+    result: DynascoreArrays | None, scoring: Sequence[DatasetRecord], board: Board
 ) -> tuple[tuple[int, ...], tuple[TrendSeries, ...]]:
     """Return the rounds and, for the top models, the main metric on each round's datasets."""
     rounds = sorted({d.round_number for d in scoring if d.round_number is not None})
