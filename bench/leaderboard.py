@@ -14,11 +14,16 @@ is rolled back at the end so nothing is left behind, for boards of 10 and 1,000 
 
 Prints one JSON object. The headline, ``queries_10``, ``queries_1000``,
 ``render_ratio_1000_vs_10`` (target at most 2), ``render_ms_10`` and ``render_ms_1000``,
-is the *cold* page: the cache is cleared before every render, so each one loads every
-score and computes the Dynascore of every model (one numpy pass; only the 50 page rows
-are built and rendered), which is what a new weighting or new scores cost. The same
-numbers with the ``_cached`` suffix are repeated views of the same page, as most visitors
-see it, served by the leaderboard's data-versioned cache.
+is the *cold* page, what a new weighting costs: the page cache is cleared before every
+render, so each one reads the task's score cube (``leaderboards.cubes``: every model's
+scores as arrays, which the evaluation rebuilds when it writes a Score, as
+``build_board`` does here), computes the Dynascore of every model (one numpy pass) and
+builds and renders the 50 page rows. The ``_new_scores`` fields are the page right after
+scores changed behind the evaluation's back, the cube deleted before every render, so
+that the page rebuilds it from the 2,000 Score rows; ``cube_build_ms_{10,1000}`` is that
+rebuild alone (what the evaluation's finalize job spends after writing a Score). The
+``_cached`` fields are repeated views of the same page, as most visitors see it, served
+by the leaderboard's data-versioned page cache.
 
     DATABASE_URL=postgres://... .venv/bin/python bench/leaderboard.py [--repeats N] [--quick]
 """
@@ -51,13 +56,18 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from leaderboards.models import Dataset, Score, main_per_tag_of  # noqa: E402
+from leaderboards.models import BoardCube, Dataset, Score, main_per_tag_of  # noqa: E402
+from leaderboards.selectors import _cube_from_scores, score_cube_refresh  # noqa: E402
 from models_hub.models import Model  # noqa: E402
 from tasks import services  # noqa: E402
+from tasks.models import Task  # noqa: E402
 
 PAGE_SIZE = 50
 MAIN = "macro_f1"
 TAGS = ["negation", "sarcasm", "emoji"]
+# Field suffix -> what each render may reuse: the cube (cold), nothing (new scores), the
+# whole page (cached).
+SUFFIXES = {"": "cold", "_new_scores": "new_scores", "_cached": "cached"}
 
 
 class Rollback(Exception):
@@ -115,14 +125,23 @@ def build_board(count: int, owner) -> str:
                 )
             )
     Score.objects.bulk_create(scores, batch_size=2000)
+    # As the evaluation does once it has written a Score.
+    score_cube_refresh(task)
     return code
 
 
-def count_queries(client: Client, url: str, *, cold: bool) -> int:
+def forget(state: str) -> None:
+    """Clear what a render in ``state`` (cold, new scores, cached) may not reuse."""
+    if state != "cached":
+        cache.clear()
+    if state == "new_scores":
+        BoardCube.objects.all().delete()
+
+
+def count_queries(client: Client, url: str, state: str) -> int:
     """Return the number of queries of one render (after a warm-up render)."""
     assert client.get(url).status_code == 200
-    if cold:
-        cache.clear()
+    forget(state)
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     assert response.status_code == 200, response.status_code
@@ -130,20 +149,34 @@ def count_queries(client: Client, url: str, *, cold: bool) -> int:
     return len(captured.captured_queries)
 
 
-def median_render_ms(client: Client, urls: dict[int, str], repeats: int, *, cold: bool) -> dict:
+def median_render_ms(client: Client, urls: dict[int, str], repeats: int, state: str) -> dict:
     """Return the median render time of each URL in milliseconds.
 
     The URLs are rendered in turn (10, 1000, 10, 1000...), so that a change in the load of
-    the machine during the run weighs on both sides of the ratio alike. ``cold`` clears the
-    cache before every render, so that each one computes the Dynascore of every model.
+    the machine during the run weighs on both sides of the ratio alike; ``forget(state)``
+    runs before every render, outside the timing.
     """
     timings: dict[int, list[float]] = {count: [] for count in urls}
     for _ in range(repeats):
         for count, url in urls.items():
-            if cold:
-                cache.clear()
+            forget(state)
             started = time.perf_counter()
             client.get(url)
+            timings[count].append((time.perf_counter() - started) * 1000)
+    return {count: statistics.median(values) for count, values in timings.items()}
+
+
+def median_build_ms(codes: dict[int, str], repeats: int) -> dict:
+    """Return the median time to build each board's score cube from its scores."""
+    timings: dict[int, list[float]] = {count: [] for count in codes}
+    tasks = {
+        count: Task.objects.select_related("current_config").get(code=code)
+        for count, code in codes.items()
+    }
+    for _ in range(repeats):
+        for count, task in tasks.items():
+            started = time.perf_counter()
+            _cube_from_scores(task)
             timings[count].append((time.perf_counter() - started) * 1000)
     return {count: statistics.median(values) for count, values in timings.items()}
 
@@ -163,27 +196,29 @@ def main() -> None:
         with transaction.atomic():
             owner = get_user_model().objects.create(username=f"bench-{uuid.uuid4().hex[:8]}")
             client = Client()
+            codes = {count: build_board(count, owner) for count in (10, 1000)}
             urls = {
-                count: reverse("leaderboards:task", args=[build_board(count, owner)])
-                + f"?page_size={PAGE_SIZE}"
-                for count in (10, 1000)
+                count: reverse("leaderboards:task", args=[code]) + f"?page_size={PAGE_SIZE}"
+                for count, code in codes.items()
             }
-            for suffix, cold in (("", True), ("_cached", False)):
+            for suffix, state in SUFFIXES.items():
                 for count, url in urls.items():
-                    result[f"queries_{count}{suffix}"] = count_queries(client, url, cold=cold)
-                medians = median_render_ms(client, urls, arguments.repeats, cold=cold)
+                    result[f"queries_{count}{suffix}"] = count_queries(client, url, state)
+                medians = median_render_ms(client, urls, arguments.repeats, state)
                 for count, milliseconds in medians.items():
                     result[f"render_ms_{count}{suffix}"] = round(milliseconds, 2)
+            for count, milliseconds in median_build_ms(codes, arguments.repeats).items():
+                result[f"cube_build_ms_{count}"] = round(milliseconds, 2)
             raise Rollback
     except Rollback:
         pass
-    for suffix in ("", "_cached"):
+    for suffix in SUFFIXES:
         result[f"render_ratio_1000_vs_10{suffix}"] = round(
             result[f"render_ms_1000{suffix}"] / result[f"render_ms_10{suffix}"], 3
         )
     ordered = {
         key: result[key]
-        for suffix in ("", "_cached")
+        for suffix in SUFFIXES
         for key in (
             f"queries_10{suffix}",
             f"queries_1000{suffix}",
@@ -192,6 +227,8 @@ def main() -> None:
             f"render_ms_1000{suffix}",
         )
     }
+    ordered["cube_build_ms_10"] = result["cube_build_ms_10"]
+    ordered["cube_build_ms_1000"] = result["cube_build_ms_1000"]
     print(json.dumps(ordered))
 
 

@@ -6,6 +6,9 @@ class LeaderboardsConfig(AppConfig):
     name = "leaderboards"
 
     def ready(self) -> None:
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import post_save
+
         from leaderboards import receivers
         from models_hub.signals import model_registered
         from tasks.signals import task_config_changed
@@ -15,4 +18,9 @@ class LeaderboardsConfig(AppConfig):
         )
         task_config_changed.connect(
             receivers.on_task_config_changed, dispatch_uid="leaderboards.task_config_changed"
+        )
+        post_save.connect(
+            receivers.on_user_saved,
+            sender=get_user_model(),
+            dispatch_uid="leaderboards.user_saved",
         )

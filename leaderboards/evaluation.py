@@ -390,7 +390,27 @@ def run_finalize(run_id: int) -> dict[str, Any]:
             finished_at=timezone.now(),
         )
         return {"status": "failed", "error": str(error)}
+    if score is not None:
+        board_cube_refresh(run.dataset.task_id)
     return {"status": "done", "score_id": score.pk if score else None}
+
+
+def board_cube_refresh(task_id: int) -> None:
+    """Rebuild the leaderboard's score cube of task ``task_id`` now that a Score changed.
+
+    So that the next page reads it instead of rebuilding it. A failure here loses nothing:
+    the page rebuilds a cube that is not current.
+    """
+    from leaderboards.selectors import score_cube_refresh
+    from tasks.models import Task
+
+    task = Task.objects.select_related("current_config").filter(pk=task_id).first()
+    if task is None:
+        return
+    try:
+        score_cube_refresh(task)
+    except Exception:  # noqa: BLE001 - logged; the page rebuilds the cube
+        logger.exception("board cube of task %s not rebuilt", task_id)
 
 
 def _latest_done_run(model_id: int, dataset_id: int) -> EvaluationRun | None:

@@ -300,3 +300,24 @@ class LeaderboardSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.pk} of {self.task_id}"
+
+
+class BoardCube(models.Model):
+    """The leaderboard data of one task, built from its models and scores (a derived copy).
+
+    ``payload`` is ``leaderboards.cubes.cube_encode`` of every model and every Score on
+    the task's original datasets; ``version`` names the data it was built from (the cube
+    format, the task's config version and the models' and scores' counts and last
+    changes). A cube whose version is not the current one is rebuilt before it is read
+    (``leaderboards.selectors.score_cube``), so it can be deleted at any time.
+    """
+
+    task = models.OneToOneField(
+        "tasks.Task", primary_key=True, on_delete=models.CASCADE, related_name="board_cube"
+    )
+    version = models.TextField()
+    payload = models.BinaryField()
+    built_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"board cube of {self.task_id}"

@@ -2,12 +2,13 @@
 
 - ``models_hub.signals.model_registered`` -> evaluate the model on every dataset of its task;
 - ``tasks.signals.task_config_changed`` -> recompute the task's scores from stored
-  predictions (a job on the eval queue; the models are not called).
+  predictions (a job on the eval queue; the models are not called);
+- a user saved (perhaps renamed) -> forget the score cubes that hold their name.
 """
 
 from __future__ import annotations
 
-from leaderboards import jobs, services
+from leaderboards import jobs, services, services_boards
 from leaderboards.models import RunTrigger
 
 
@@ -17,3 +18,11 @@ def on_model_registered(sender, model, **kwargs) -> None:
 
 def on_task_config_changed(sender, task, version=None, previous=None, **kwargs) -> None:
     jobs.enqueue_rescore(task.pk)
+
+
+def on_user_saved(sender, instance, created=False, update_fields=None, **kwargs) -> None:
+    # A new user owns no models; a save of other fields (a sign-in's ``last_login``) keeps
+    # the name.
+    if created or (update_fields is not None and "username" not in update_fields):
+        return
+    services_boards.board_cubes_forget_owner(instance.pk)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -20,13 +21,24 @@ import orjson
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
-from django.db import connection, connections
+from django.db import DatabaseError, connection, connections, transaction
 from django.db.models import Case, F, Q, TextField, Value, When
 from django.db.models.functions import Cast
 from django.db.models.query import ValuesListIterable
 
+from leaderboards.cubes import (
+    CUBE_FORMAT,
+    CubeFormatError,
+    CubeModel,
+    ScoreCube,
+    cube_board,
+    cube_build,
+    cube_decode,
+    cube_encode,
+)
 from leaderboards.models import (
     AccessType,
+    BoardCube,
     Dataset,
     EvaluationRun,
     LeaderboardFork,
@@ -42,7 +54,6 @@ from leaderboards.tables import (
     LeaderboardQuery,
     LeaderboardTable,
     LeaderboardWeights,
-    ModelRecord,
     ScoreColumns,
     build_leaderboard_table,
     parse_leaderboard_query,
@@ -68,6 +79,8 @@ __all__ = [
     "model_results",
     "parse_leaderboard_query",
 ]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_SECONDS = 300
 # Bump when the cached table's shape changes, so old entries are never read back.
@@ -163,22 +176,23 @@ def leaderboard_table(
     every model and the hidden datasets. Someone else's anonymous model is shown as
     "Anonymous". Pass ``datasets`` (from ``leaderboard_datasets``) to save a query.
 
-    Queries: datasets (unless passed), the data version, then models and scores unless
-    the same page of the same data was computed recently (see ``cache_seconds``): loading
-    and scoring 1,000 models costs 10-15 ms on a quiet machine, a cached page none.
+    Queries: datasets (unless passed), the data version, then, unless the same page of the
+    same data was computed recently (see ``cache_seconds``), the task's score cube (see
+    ``score_cube``; rebuilt from the models and scores if they changed since it was built).
     """
     user = user if user is not None else AnonymousUser()
     if datasets is None:
         datasets = leaderboard_datasets(task, user)
     manages = can_manage_task(user, task)
+    version = _data_version(task)
     seconds = cache_seconds()
     key = None
     if seconds > 0:
-        key = _cache_key(task, user, manages, datasets, weights, sort, page, page_size)
+        key = _cache_key(task, user, manages, datasets, weights, sort, page, page_size, version)
         cached = cache.get(key)
         if cached is not None:
             return replace(cached, messages=tuple(messages) + cached.messages)
-    table = _compute_table(task, user, manages, datasets, weights, sort, page, page_size)
+    table = _compute_table(task, user, manages, datasets, weights, sort, page, page_size, version)
     if key is not None:
         cache.set(key, table, seconds)
     return replace(table, messages=tuple(messages) + table.messages)
@@ -189,40 +203,40 @@ def cache_seconds() -> int:
 
     A cached page is keyed by the data version (``_data_version``), so new or changed
     scores and models show at once; the time limit only bounds what a version cannot
-    see (a renamed user, a raw ``.update()`` that skips ``updated_at``). 0 turns it off.
+    see (a raw ``.update()`` that skips ``updated_at``). 0 turns it off.
     """
     return int(getattr(settings, "LEADERBOARD_CACHE_SECONDS", DEFAULT_CACHE_SECONDS))
 
 
-def _data_version(task: Task, datasets: Sequence[Dataset]) -> tuple[str, ...]:
-    """Return the counts and last changes of the task's models and of the scores on
-    ``datasets`` (the board's): one query of two index-backed subqueries each.
+def _data_version(task: Task) -> str:
+    """Return the version of the data of ``task``'s leaderboards, in one query.
 
-    Scores on other datasets cannot change the page, so they are not counted; reading
-    the scores by dataset (not through a join to the models) keeps this under a
-    millisecond at 1,000 models.
+    The cube format, the task's config version and its metrics, and the count and last change of the
+    task's models and of the scores on its datasets (two index-backed subqueries each):
+    a new, changed or deleted model or score changes it. Renaming a user who owns models
+    deletes the cubes that hold the name (``leaderboards.receivers``).
     """
     # Table names come from the models' meta and every value is a query parameter.
     models = Model._meta.db_table
     scores = Score._meta.db_table
-    dataset_ids = [dataset.pk for dataset in datasets]
-    score_count, score_changed = "0", "NULL"
-    if dataset_ids:
-        where = f"FROM {scores} WHERE dataset_id IN ({', '.join(['%s'] * len(dataset_ids))})"
-        score_count = f"(SELECT COUNT(*) {where})"
-        score_changed = f"(SELECT MAX(updated_at) {where})"
+    datasets = Dataset._meta.db_table
+    on_task = f"FROM {scores} WHERE dataset_id IN (SELECT id FROM {datasets} WHERE task_id = %s)"  # noqa: S608
     sql = (
         f"SELECT (SELECT COUNT(*) FROM {models} WHERE task_id = %s), "  # noqa: S608
         f"(SELECT MAX(updated_at) FROM {models} WHERE task_id = %s), "
-        f"{score_count}, {score_changed}"
+        f"(SELECT COUNT(*) {on_task}), (SELECT MAX(updated_at) {on_task})"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [task.pk, task.pk, *dataset_ids, *dataset_ids])
+        cursor.execute(sql, [task.pk] * 4)
         row = cursor.fetchone()
-    return tuple(str(value) for value in row)
+    config = task.config
+    specs = config.metrics() if config is not None else ()
+    # A config version edited in place (while no data refers to it) keeps its id.
+    metrics = ",".join(f"{spec.name}{'*' if spec.is_main else ''}" for spec in specs)
+    return "/".join([str(CUBE_FORMAT), str(task.current_config_id), metrics, *map(str, row)])
 
 
-def _cache_key(task, user, manages, datasets, weights, sort, page, page_size) -> str:
+def _cache_key(task, user, manages, datasets, weights, sort, page, page_size, version) -> str:
     # Who is looking decides which models, datasets and names appear.
     if manages:
         scope = "owners"
@@ -234,7 +248,6 @@ def _cache_key(task, user, manages, datasets, weights, sort, page, page_size) ->
         (
             CACHE_FORMAT,
             task.pk,
-            task.current_config_id,
             scope,
             [
                 (d.pk, d.slug, d.name, str(d.access_type), d.weight, d.round_id, str(d.updated_at))
@@ -246,45 +259,100 @@ def _cache_key(task, user, manages, datasets, weights, sort, page, page_size) ->
             page,
             page_size,
             instance_memory_gb(),
-            _data_version(task, datasets),
+            version,
         )
     )
     return "leaderboard:" + hashlib.sha256(signature.encode()).hexdigest()
 
 
-def _compute_table(task, user, manages, datasets, weights, sort, page, page_size):
-    """Load the models and scores (two queries) and build the page."""
+def _compute_table(task, user, manages, datasets, weights, sort, page, page_size, version):
+    """Take the viewer's board from the task's score cube and build the page."""
+    config = task.config
+    metric_specs = config.metrics() if config is not None else ()
+    cube = score_cube(task, version)
+    board = cube_board(
+        cube,
+        datasets=[(dataset.pk, dataset.slug) for dataset in datasets],
+        manages=manages,
+        user_id=user.pk if user.is_authenticated else None,
+    )
+    return build_leaderboard_table(
+        task_code=task.code,
+        metric_specs=metric_specs,
+        datasets=[
+            DatasetRecord(
+                slug=dataset.slug,
+                name=dataset.name,
+                access_type=str(dataset.access_type),
+                round_number=dataset.round.number if dataset.round_id else None,
+                default_weight=float(dataset.weight),
+            )
+            for dataset in datasets
+        ],
+        board=board,
+        weights=weights,
+        sort=sort,
+        page=page,
+        page_size=page_size,
+        instance_memory_gb=instance_memory_gb(),
+    )
+
+
+def score_cube(task: Task, version: str | None = None) -> ScoreCube:
+    """Return the score cube of ``task`` (``leaderboards.cubes``) for data ``version``.
+
+    One query when the stored cube is current (``version`` defaults to the current data
+    version: one more); otherwise the cube is rebuilt from the models and scores (two
+    queries) and stored (one upsert), for the next page. The evaluation rebuilds it as
+    soon as it writes a Score (``score_cube_refresh``), so pages rarely do.
+    """
+    if version is None:
+        version = _data_version(task)
+    stored = _plain_rows(
+        BoardCube.objects.filter(task_id=task.pk).values_list("version", "payload")
+    )
+    if stored and stored[0][0] == version:
+        try:
+            return cube_decode(stored[0][1])
+        except CubeFormatError as error:
+            logger.warning("board cube of task %s unreadable, rebuilt: %s", task.pk, error)
+    cube = _cube_from_scores(task)
+    payload = cube_encode(cube)
+    try:
+        with transaction.atomic():
+            BoardCube.objects.bulk_create(
+                [BoardCube(task_id=task.pk, version=version, payload=payload)],
+                update_conflicts=True,
+                unique_fields=["task"],
+                update_fields=["version", "payload", "built_at"],
+            )
+    except DatabaseError as error:  # e.g. the task deleted meanwhile: the page still shows
+        logger.warning("board cube of task %s not stored: %s", task.pk, error)
+    return cube
+
+
+def score_cube_refresh(task: Task) -> None:
+    """Rebuild the score cube of ``task`` if its data changed (after a Score is written)."""
+    score_cube(task)
+
+
+def _cube_from_scores(task: Task) -> ScoreCube:
+    """Build the cube of every model of ``task`` and every Score on its original datasets."""
     config = task.config
     metric_specs = config.metrics() if config is not None else ()
     main_metric = next((spec.name for spec in metric_specs if spec.is_main), "")
-
-    models = Model.objects.filter(task=task)
-    visible = _visible_models_filter(task, user)
-    if visible is not None:
-        models = models.filter(visible)
-    user_id = user.pk if user.is_authenticated else None
-    # Positional arguments: model_id, name, owner_name, is_anonymous, show_identity.
-    model_records = [
-        ModelRecord(
-            model_id,
-            name,
-            owner_name,
-            is_anonymous,
-            not is_anonymous or manages or owner_id == user_id,
-        )
-        for model_id, name, is_anonymous, owner_id, owner_name in _plain_rows(
-            models.order_by("pk").values_list(
-                "pk", "name", "is_anonymous", "owner_id", "owner__username"
+    models = [
+        CubeModel(model_id, name, owner_id, owner_name or "", is_anonymous, is_published)
+        for model_id, name, owner_id, owner_name, is_anonymous, is_published in _plain_rows(
+            Model.objects.filter(task=task)
+            .order_by("pk")
+            .values_list(
+                "pk", "name", "owner_id", "owner__username", "is_anonymous", "is_published"
             )
         )
     ]
-
-    slug_of = {dataset.pk: dataset.slug for dataset in datasets}
     rows: list[tuple] = []
-    if slug_of and model_records:
-        # No join to the models: the scores of models that ``user`` may not see are
-        # dropped by ``build_leaderboard_table``, which keeps only the listed models.
-        scores = Score.objects.filter(dataset_id__in=list(slug_of))
+    if models:
         # Plain tuples, the JSON fields as text decoded below in one call per field: a
         # 1000-model board has thousands of scores, and per-row objects and decoding cost
         # more than the query itself. The best model per tag needs only the main metric of
@@ -294,7 +362,8 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         # ``metrics_text`` and ``main_per_tag_text`` are the database's text copies of the
         # JSON fields (generated columns): read as they are stored.
         rows = _plain_rows(
-            scores.annotate(
+            Score.objects.filter(dataset__task=task, dataset__perturbation_of__isnull=True)
+            .annotate(
                 main_per_tag_board=Case(
                     When(has_main_per_tag, then=F("main_per_tag_text")),
                     default=Value(None),
@@ -305,7 +374,8 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
                     default=Cast("per_tag", TextField()),
                     output_field=TextField(),
                 ),
-            ).values_list(*SCORE_FIELDS)
+            )
+            .values_list(*SCORE_FIELDS)
         )
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(SCORE_FIELDS)
     (
@@ -321,7 +391,7 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
     ) = columns
     score_columns = ScoreColumns(
         model_ids=model_ids,
-        dataset_slugs=list(map(slug_of.__getitem__, dataset_ids)),
+        dataset_slugs=list(map(str, dataset_ids)),
         metrics=_json_values(metrics_texts),
         main_per_tag=_json_values(main_per_tag_texts),
         per_tag=_json_values(per_tag_texts),
@@ -330,28 +400,7 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         ci_highs=ci_highs,
         columns=dict(zip(SCORE_FIELDS[8:], job_columns, strict=True)),
     )
-
-    return build_leaderboard_table(
-        task_code=task.code,
-        metric_specs=metric_specs,
-        datasets=[
-            DatasetRecord(
-                slug=dataset.slug,
-                name=dataset.name,
-                access_type=str(dataset.access_type),
-                round_number=dataset.round.number if dataset.round_id else None,
-                default_weight=float(dataset.weight),
-            )
-            for dataset in datasets
-        ],
-        models=model_records,
-        scores=score_columns,
-        weights=weights,
-        sort=sort,
-        page=page,
-        page_size=page_size,
-        instance_memory_gb=instance_memory_gb(),
-    )
+    return cube_build(models, score_columns, [spec.name for spec in metric_specs], main_metric)
 
 
 def _plain_rows(queryset) -> list[tuple]:

@@ -715,4 +715,6 @@ def scores_recompute_for_task(task: Task) -> int:
     for model_id, dataset_id in sorted(set(pairs)):
         if evaluation.score_refresh(model_id, dataset_id) is not None:
             written += 1
+    if written:
+        evaluation.board_cube_refresh(task.pk)
     return written

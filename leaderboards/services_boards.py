@@ -6,7 +6,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
-from leaderboards.models import LeaderboardFork, LeaderboardSnapshot
+from leaderboards.models import BoardCube, LeaderboardFork, LeaderboardSnapshot
 from leaderboards.selectors import leaderboard_datasets, leaderboard_table
 from leaderboards.tables import DEFAULT_SORT, MAX_PAGE_SIZE, LeaderboardWeights, merge_weights
 from leaderboards.tables import default_weights as config_default_weights
@@ -105,3 +105,12 @@ def snapshot_create(
         table=table.as_dict(),
         created_by=user,
     )
+
+
+def board_cubes_forget_owner(user_id: int) -> None:
+    """Delete the score cubes that hold the name of user ``user_id`` (a model owner).
+
+    A cube's version counts models and scores, not users: after a rename its owner names
+    would be stale. The next page rebuilds the cube. One query.
+    """
+    BoardCube.objects.filter(task__models__owner_id=user_id).delete()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from redis.exceptions import RedisError
 
 from models_hub import jobs, selectors, services
@@ -138,7 +139,10 @@ class ModelAdmin(OwnerScopedAdmin):
             )
             services.model_set_published(current, request.user, data.get("is_published", False))
             if data.get("owner") and data["owner"] != current.owner and request.user.is_superuser:
-                Model.objects.filter(pk=obj.pk).update(owner=data["owner"])
+                # ``updated_at`` too: the leaderboards' data version reads it.
+                Model.objects.filter(pk=obj.pk).update(
+                    owner=data["owner"], updated_at=timezone.now()
+                )
         except ServiceError as error:
             # The form's clean() already checked the endpoint; this is a race, told plainly.
             self.message_user(request, f"Not saved: {error.message}", messages.ERROR)

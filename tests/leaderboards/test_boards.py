@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
+from django.utils import timezone
 
 from leaderboards.models import LeaderboardFork, LeaderboardSnapshot, Score
 from leaderboards.services_boards import fork_create, snapshot_create
@@ -100,7 +101,9 @@ def test_snapshot_is_frozen(client, board, owner):
     assert "secret" not in str(snapshot.table)  # public view, even when an owner takes it
 
     before = frozen_part(client.get(response.url).content.decode())
-    Score.objects.filter(dataset__task=board).update(main_value=1.0, metrics={MAIN: 1.0})
+    Score.objects.filter(dataset__task=board).update(
+        main_value=1.0, metrics={MAIN: 1.0}, updated_at=timezone.now()
+    )
     after = frozen_part(client.get(response.url).content.decode())
     assert before == after
     assert "owner" in after and snapshot.created_at.strftime("%Y-%m-%d") in after

@@ -40,6 +40,17 @@ def test_run_is_sharded_scored_once(eval_task, eval_owner, redis_connection, fas
     assert score.examples_per_second > 0
     assert score.latency_p95_ms >= score.latency_p50_ms > 0
     assert score.memory_gb is not None
+    # The finalize job rebuilt the leaderboard's score cube: pages read it as it is.
+    from leaderboards.cubes import cube_decode
+    from leaderboards.models import BoardCube
+    from leaderboards.selectors import _data_version
+
+    eval_task.refresh_from_db()
+    stored = BoardCube.objects.get(task=eval_task)
+    assert stored.version == _data_version(eval_task)
+    cube = cube_decode(bytes(stored.payload))
+    assert cube.model_ids.tolist() == [model.pk] and cube.dataset_ids == [dataset.pk]
+    assert cube.main[0, 0] == score.main_value
 
 
 def _score_fields(score):
