@@ -211,16 +211,17 @@ def cache_seconds() -> int:
 def _data_version(task: Task) -> str:
     """Return the version of the data of ``task``'s leaderboards, in one query.
 
-    The cube format, the task's config version and its metrics, and the count and last change of the
-    task's models and of the scores on its datasets (two index-backed subqueries each):
-    a new, changed or deleted model or score changes it. Renaming a user who owns models
-    deletes the cubes that hold the name (``leaderboards.receivers``).
+    The cube format, the task's config version and its metrics, and the count and last
+    change of the task's models and of the scores on its datasets (two index-backed
+    subqueries each): a new, changed or deleted model or score changes it. Renaming a user
+    who owns models deletes the cubes that hold the name (``leaderboards.receivers``).
     """
     # Table names come from the models' meta and every value is a query parameter.
     models = Model._meta.db_table
     scores = Score._meta.db_table
     datasets = Dataset._meta.db_table
-    on_task = f"FROM {scores} WHERE dataset_id IN (SELECT id FROM {datasets} WHERE task_id = %s)"  # noqa: S608
+    task_datasets = f"SELECT id FROM {datasets} WHERE task_id = %s"  # noqa: S608
+    on_task = f"FROM {scores} WHERE dataset_id IN ({task_datasets})"
     sql = (
         f"SELECT (SELECT COUNT(*) FROM {models} WHERE task_id = %s), "  # noqa: S608
         f"(SELECT MAX(updated_at) FROM {models} WHERE task_id = %s), "
