@@ -22,7 +22,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
 from django.db import DatabaseError, connection, connections, transaction
-from django.db.models import Case, F, Q, TextField, Value, When
+from django.db.models import BinaryField, Case, F, Q, TextField, Value, When
 from django.db.models.functions import Cast
 from django.db.models.query import ValuesListIterable
 
@@ -309,12 +309,21 @@ def score_cube(task: Task, version: str | None = None) -> ScoreCube:
     """
     if version is None:
         version = _data_version(task)
+    # The payload only if it is current: an old one is not worth its transfer.
     stored = _plain_rows(
-        BoardCube.objects.filter(task_id=task.pk).values_list("version", "payload")
+        BoardCube.objects.filter(task_id=task.pk)
+        .annotate(
+            current=Case(
+                When(version=version, then=F("payload")),
+                default=Value(None),
+                output_field=BinaryField(),
+            )
+        )
+        .values_list("current")
     )
-    if stored and stored[0][0] == version:
+    if stored and stored[0][0] is not None:
         try:
-            return cube_decode(stored[0][1])
+            return cube_decode(stored[0][0])
         except CubeFormatError as error:
             logger.warning("board cube of task %s unreadable, rebuilt: %s", task.pk, error)
     cube = _cube_from_scores(task)
