@@ -2,10 +2,11 @@
 
 ``leaderboard_table`` is the one code path behind the leaderboard page, its CSV and JSON
 exports, snapshots and the REST API: the same weights, sorting, paging and results. It
-runs a fixed number of queries whatever the number of models (datasets, models, scores),
-loads the scores as plain columns (the JSON fields decoded in one call each), computes
-the Dynascore over every model in one numpy pass (``leaderboards.tables``) and builds
-rows for the requested page only.
+runs a fixed number of queries whatever the number of models (datasets, the data version,
+the task's score cube: ``score_cube``, rebuilt from the models and scores when they
+changed), takes the viewer's models and datasets from the cube, computes the Dynascore
+over every model in one numpy pass (``leaderboards.tables``) and builds rows for the
+requested page only.
 """
 
 from __future__ import annotations
