@@ -296,3 +296,17 @@ def test_a_config_change_is_a_new_data_version(task, owner):
     task.refresh_from_db()
     versions.append(_data_version(task))
     assert len(set(versions)) == 3
+
+
+@pytest.mark.django_db
+def test_cubes_are_stored_uncompressed_on_postgresql():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a PostgreSQL column setting")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
+            [BoardCube._meta.db_table, "payload"],
+        )
+        assert cursor.fetchone() == ("e",)
