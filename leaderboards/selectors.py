@@ -108,16 +108,6 @@ def instance_memory_gb() -> float:
     return float(getattr(settings, "LEADERBOARD_INSTANCE_MEMORY_GB", DEFAULT_INSTANCE_MEMORY_GB))
 
 
-def _visible_models_filter(task: Task, user) -> Q | None:
-    """Return the filter of the models ``user`` may see, or None for "all of them"."""
-    if can_manage_task(user, task):
-        return None
-    visible = Q(is_published=True)
-    if user is not None and user.is_authenticated:
-        visible |= Q(owner=user)
-    return visible
-
-
 def leaderboard_datasets(task: Task, user) -> list[Dataset]:
     """Return the original (not perturbed) datasets of ``task`` that ``user`` may see.
 
@@ -203,8 +193,8 @@ def cache_seconds() -> int:
     """Return how long a computed page is reused (``LEADERBOARD_CACHE_SECONDS``, default 300).
 
     A cached page is keyed by the data version (``_data_version``), so new or changed
-    scores and models show at once; the time limit only bounds what a version cannot
-    see (a raw ``.update()`` that skips ``updated_at``). 0 turns it off.
+    scores and models show at once (the score cube is kept by the same version: code that
+    changes them with a raw ``.update()`` must set ``updated_at``). 0 turns it off.
     """
     return int(getattr(settings, "LEADERBOARD_CACHE_SECONDS", DEFAULT_CACHE_SECONDS))
 
