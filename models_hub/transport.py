@@ -21,7 +21,10 @@ Contract of ``request_json``:
   a deterministic crash of the model on this batch, and three quick repeats only triple the
   wait;
 - ``Authorization: Bearer <token>`` only when a token is set; the token is scrubbed from every
-  error text and excerpt, and bodies are never logged.
+  error text and excerpt, and bodies are never logged;
+- the body is read as strict JSON (``parse_json_body``): ``NaN`` and the infinities, which
+  Python's ``json`` writes, are a ``ModelBadResponse`` that names them, not a value that
+  fails later when it is stored.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from http.cookiejar import DefaultCookiePolicy
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
@@ -374,15 +378,38 @@ def _attempt(
     if not expect_json:
         return status, None, raw, latency_ms
     try:
-        body = json.loads(raw)
+        body = parse_json_body(raw)
     except (ValueError, UnicodeDecodeError) as error:
+        reason = str(error) if isinstance(error, NotJSONConstant) else type(error).__name__
         raise ModelBadResponse(
-            f"the model answered invalid JSON ({type(error).__name__})",
+            f"the model answered invalid JSON ({reason})",
             status=status,
             excerpt=raw,
             secrets=secrets,
         )
     return status, body, raw, latency_ms
+
+
+class NotJSONConstant(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a body: Python writes them, JSON has none."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise NotJSONConstant(f"{name} is not a JSON number")
+
+
+def parse_json_body(raw: bytes) -> Any:
+    """Return the JSON document ``raw``; raise ``ValueError`` if it is not one.
+
+    Strict JSON (RFC 8259): ``NaN`` and the infinities, which Python's ``json`` reads and
+    writes, are refused, as no JSON column can store them. orjson reads UTF-8 bodies;
+    what it refuses is read again by ``json`` (other Unicode encodings, integers beyond
+    64 bits), with the same refusal of those constants.
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw, parse_constant=_refuse_constant)
 
 
 def request_json(

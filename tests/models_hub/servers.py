@@ -165,6 +165,10 @@ class MisbehavingHandler(JSONHandler):
             self.reply(400, {"error": "bad request"})
         elif path == "/invalid-json":
             self.reply(200, raw=b'{"outputs": [oops')
+        elif path == "/nan":
+            # Python's json writes NaN, which is not JSON (RFC 8259) and no database stores.
+            outputs = [{**sentiment_output(), "score": float("nan")} for _ in range(count)]
+            self.reply(200, raw=json.dumps({"outputs": outputs}).encode())
         elif path == "/wrong-length":
             self.reply(200, {"outputs": [sentiment_output() for _ in range(count + 1)]})
         elif path == "/unknown-label":

@@ -37,6 +37,7 @@ TOKEN = "sk-test-7Hq2ZxSECRET9"
         ("503", ModelServerError, "model.server_error"),
         ("400", ModelBadResponse, "model.bad_response"),
         ("invalid-json", ModelBadResponse, "model.bad_response"),
+        ("nan", ModelBadResponse, "model.bad_response"),
         ("wrong-length", ModelBadResponse, "model.bad_response"),
         ("unknown-label", ModelBadResponse, "model.bad_response"),
         ("bad-prob", ModelBadResponse, "model.bad_response"),
@@ -206,3 +207,26 @@ def test_bad_output_error_names_example_and_field(
     # Every request's last output is bad; the first in input order is reported.
     assert "output 1" in message and "'prob'" in message and "value.E111" in message
     assert "'u1'" in message
+
+
+def test_json_bodies_are_read_strictly_whatever_their_encoding():
+    from models_hub.transport import NotJSONConstant, parse_json_body
+
+    document = {"outputs": [{"label": "négatif", "n": 2**70, "p": 0.5}]}
+    text = '{"outputs": [{"label": "négatif", "n": 1180591620717411303424, "p": 0.5}]}'
+    for raw in (text.encode(), text.encode("utf-16"), b"\xef\xbb\xbf" + text.encode()):
+        assert parse_json_body(raw) == document
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(NotJSONConstant, match=f"{constant} is not a JSON number"):
+            parse_json_body(f'{{"p": {constant}}}'.encode())
+        with pytest.raises(NotJSONConstant):
+            parse_json_body(f'{{"p": {constant}}}'.encode("utf-16"))
+    with pytest.raises(ValueError):
+        parse_json_body(b'{"outputs": [oops')
+
+
+def test_a_nan_answer_names_what_is_wrong(model_client, sentiment_config, misbehaving_server):
+    target = endpoint(misbehaving_server.url + "nan")
+    with pytest.raises(ModelBadResponse) as caught:
+        model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
+    assert "NaN is not a JSON number" in str(caught.value)
