@@ -130,14 +130,18 @@ class _Flush:
     model_version: str = ""
 
 
-def _pending_batches(run: EvaluationRun, shard: EvaluationShard, batch_size: int):
+def _pending_batches(
+    run: EvaluationRun, shard: EvaluationShard, batch_size: int, first_chunk: int = READ_CHUNK
+):
     """Yield ``(example ids, inputs)`` batches of the shard's examples without a prediction.
 
     Examples are read ``READ_CHUNK`` at a time in position order; the caller keeps requests
-    in flight while the next chunk is read.
+    in flight while the next chunk is read. The first read takes ``first_chunk`` rows, so
+    that the first requests leave before a whole chunk is read and decoded.
     """
     has_prediction = Prediction.objects.filter(run_id=run.pk, example_id=OuterRef("pk"))
     cursor = shard.start
+    chunk = max(1, min(first_chunk, READ_CHUNK))
     while cursor < shard.end:
         rows = list(
             DatasetExample.objects.filter(
@@ -145,11 +149,12 @@ def _pending_batches(run: EvaluationRun, shard: EvaluationShard, batch_size: int
             )
             .filter(~Exists(has_prediction))
             .order_by("position")
-            .values_list("pk", "position", "inputs")[:READ_CHUNK]
+            .values_list("pk", "position", "inputs")[:chunk]
         )
         if not rows:
             return
         cursor = rows[-1][1] + 1
+        chunk = READ_CHUNK
         for first in range(0, len(rows), batch_size):
             batch = rows[first : first + batch_size]
             yield [pk for pk, _, _ in batch], [inputs for _, _, inputs in batch]
@@ -279,7 +284,14 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
     in_flight_cap = endpoint.max_concurrency * IN_FLIGHT_BATCHES_PER_SLOT
     pending: deque[Future] = deque()
     with ThreadPoolExecutor(endpoint.max_concurrency, thread_name_prefix="eval-shard") as pool:
-        for example_ids, inputs in _pending_batches(run, shard, endpoint.batch_size):
+        # The first read is one batch per HTTP thread: they start while the rest is read.
+        batches = _pending_batches(
+            run,
+            shard,
+            endpoint.batch_size,
+            first_chunk=endpoint.batch_size * endpoint.max_concurrency,
+        )
+        for example_ids, inputs in batches:
             while len(pending) >= in_flight_cap or (pending and pending[0].done()):
                 collect(pending.popleft())
             if error is not None:

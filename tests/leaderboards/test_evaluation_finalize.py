@@ -112,3 +112,25 @@ def test_shard_writes_keep_one_raw_response_per_batch(
     assert all(code == "" for *_, code in rows)
     shard = run.shards.get()
     assert shard.done == 10 and len(shard.batch_latencies_ms) == 3 and shard.work_seconds > 0
+
+
+def test_pending_batches_read_a_small_first_chunk_then_whole_ones(
+    eval_task, eval_owner, redis_connection, monkeypatch
+):
+    """Every example without a prediction comes once, in position order, whatever the
+    first read's size (the shard's first requests leave after it)."""
+    monkeypatch.setattr(evaluation, "READ_CHUNK", 5)
+    model = make_model(eval_task, eval_owner, "http://127.0.0.1:9/")
+    dataset = import_sentiment(eval_task, 23, evaluate=False)
+    run = services.evaluation_run_create(model, dataset, shard_size=100)
+    shard = run.shards.get()
+    examples = list(dataset.examples.order_by("position").values_list("pk", flat=True))
+    Prediction.objects.bulk_create(
+        Prediction(run=run, example_id=pk, output={}) for pk in examples[3:6] + examples[20:]
+    )
+    expected = examples[:3] + examples[6:20]
+    for first_chunk in (1, 2, 3, 5, 50):
+        batches = list(evaluation._pending_batches(run, shard, 4, first_chunk=first_chunk))
+        assert [pk for ids, _ in batches for pk in ids] == expected, first_chunk
+        assert all(len(ids) <= 4 for ids, _ in batches)
+        assert [len(inputs) for _, inputs in batches] == [len(ids) for ids, _ in batches]
