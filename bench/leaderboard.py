@@ -56,8 +56,9 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
+from leaderboards.evaluation import board_cube_refresh  # noqa: E402
 from leaderboards.models import BoardCube, Dataset, Score, main_per_tag_of  # noqa: E402
-from leaderboards.selectors import _cube_from_scores, score_cube_refresh  # noqa: E402
+from leaderboards.selectors import _cube_from_scores  # noqa: E402
 from models_hub.models import Model  # noqa: E402
 from tasks import services  # noqa: E402
 from tasks.models import Task  # noqa: E402
@@ -126,7 +127,7 @@ def build_board(count: int, owner) -> str:
             )
     Score.objects.bulk_create(scores, batch_size=2000)
     # As the evaluation does once it has written a Score.
-    score_cube_refresh(task)
+    board_cube_refresh(task.pk)
     return code
 
 

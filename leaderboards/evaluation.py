@@ -413,14 +413,14 @@ def board_cube_refresh(task_id: int) -> None:
     So that the next page reads it instead of rebuilding it. A failure here loses nothing:
     the page rebuilds a cube that is not current.
     """
-    from leaderboards.selectors import score_cube_refresh
+    from leaderboards.selectors import score_cube
     from tasks.models import Task
 
     task = Task.objects.select_related("current_config").filter(pk=task_id).first()
     if task is None:
         return
     try:
-        score_cube_refresh(task)
+        score_cube(task)  # rebuilt and stored unless already current
     except Exception:  # noqa: BLE001 - logged; the page rebuilds the cube
         logger.exception("board cube of task %s not rebuilt", task_id)
 

@@ -296,7 +296,7 @@ def score_cube(task: Task, version: str | None = None) -> ScoreCube:
     One query when the stored cube is current (``version`` defaults to the current data
     version: one more); otherwise the cube is rebuilt from the models and scores (two
     queries) and stored (one upsert), for the next page. The evaluation rebuilds it as
-    soon as it writes a Score (``score_cube_refresh``), so pages rarely do.
+    soon as it writes a Score (``evaluation.board_cube_refresh``), so pages rarely do.
     """
     if version is None:
         version = _data_version(task)
@@ -330,11 +330,6 @@ def score_cube(task: Task, version: str | None = None) -> ScoreCube:
     except DatabaseError as error:  # e.g. the task deleted meanwhile: the page still shows
         logger.warning("board cube of task %s not stored: %s", task.pk, error)
     return cube
-
-
-def score_cube_refresh(task: Task) -> None:
-    """Rebuild the score cube of ``task`` if its data changed (after a Score is written)."""
-    score_cube(task)
 
 
 def _cube_from_scores(task: Task) -> ScoreCube:

@@ -23,7 +23,6 @@ from leaderboards.selectors import (
     _data_version,
     leaderboard_datasets,
     score_cube,
-    score_cube_refresh,
 )
 from leaderboards.tables import (
     DatasetRecord,
@@ -254,7 +253,7 @@ def test_a_page_rebuilds_a_cube_that_is_out_of_date_and_stores_it(task):
 def test_a_damaged_stored_cube_is_rebuilt_and_the_page_still_shows(client, task):
     dataset = DatasetFactory(task=task, slug="alpha")
     make_models(task, 2, [dataset])
-    score_cube_refresh(task)
+    score_cube(task)
     BoardCube.objects.filter(task=task).update(payload=b"\x05\x00\x00\x00{junk")
     cache.clear()
     response = client.get(reverse("leaderboards:task", args=[task.code]))

@@ -7,7 +7,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from leaderboards.models import BoardCube, Score
-from leaderboards.selectors import _data_version, score_cube_refresh
+from leaderboards.selectors import _data_version, score_cube
 from tests.factories import DatasetFactory, TaskFactory, UserFactory
 from tests.leaderboards.test_selectors import MAIN, make_models, table_for
 
@@ -66,7 +66,7 @@ def test_signed_in_owner_queries_are_constant(
     client, task, owner, count, django_assert_num_queries
 ):
     board_with(task, count)
-    score_cube_refresh(task)
+    score_cube(task)
     cache.clear()
     client.force_login(owner)
     with django_assert_num_queries(PAGE_QUERIES + SIGNED_IN_EXTRA):
@@ -80,7 +80,7 @@ def test_signed_in_owner_queries_are_constant(
 def test_uncached_queries_match(client, task, settings, django_assert_num_queries):
     settings.LEADERBOARD_CACHE_SECONDS = 0
     board_with(task, 20)
-    score_cube_refresh(task)
+    score_cube(task)
     page = reverse("leaderboards:task", args=[task.code]) + QUERY
     for _ in range(2):
         # The data version is still read: it says whether the score cube is current.
