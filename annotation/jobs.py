@@ -7,7 +7,9 @@ without storing anything. ``wait_for_job`` blocks on the job's result stream in 
 request can wait briefly for a fast model instead of polling. A live job also says "done" on
 a stream of its own as soon as the answer is committed, before RQ's bookkeeping of the job
 (its result, registries and worker state: about a millisecond), so the waiting page wakes
-that much earlier; the result stream still wakes it if the job dies before saying so.
+that much earlier; the result stream still wakes it if the job dies before saying so. A live
+job that ends normally is not kept (``ANNOTATION_LIVE_RESULT_TTL``, 0 by default): its outcome
+is on the example and its signal on its own stream.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def enqueue_live_prediction(example_id: int, attempt: int, timeout: int = 60) ->
         attempt,
         job_id=job_id,
         job_timeout=timeout,
-        result_ttl=RESULT_TTL_SECONDS,
+        result_ttl=settings.ANNOTATION_LIVE_RESULT_TTL,
         failure_ttl=FAILURE_TTL_SECONDS,
     )
     return job_id

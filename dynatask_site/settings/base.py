@@ -219,6 +219,11 @@ ANNOTATION_SYNC_WAIT_SECONDS = float(os.environ.get("ANNOTATION_SYNC_WAIT_SECOND
 # Server-side wait of one status poll, and when a model counts as "too slow" for the worker.
 ANNOTATION_POLL_WAIT_SECONDS = float(os.environ.get("ANNOTATION_POLL_WAIT_SECONDS", "2"))
 ANNOTATION_SLOW_MODEL_SECONDS = float(os.environ.get("ANNOTATION_SLOW_MODEL_SECONDS", "30"))
+# Seconds RQ keeps a finished live job (its hash and result). 0: deleted at once. A live job
+# wakes its page through a stream of its own and writes its outcome to the example, so nothing
+# reads the job afterwards; at 100 submissions/s, 600 s would keep 60,000 job records in Redis
+# and cost the worker a save of each. Jobs that raise are kept a day either way.
+ANNOTATION_LIVE_RESULT_TTL = int(os.environ.get("ANNOTATION_LIVE_RESULT_TTL", "0"))
 
 # --- Leaderboards --------------------------------------------------------------------------
 # Memory of the reference instance: memory enters the Dynascore as "memory saved" (GB).

@@ -583,3 +583,27 @@ def test_no_next_form_once_the_campaign_quota_is_reached(client, sentiment_task,
     html = response.content.decode()
     assert 'id="write-another"' not in html
     assert ">Finish<" in html
+
+
+def test_a_finished_live_job_is_not_kept_in_redis_but_its_signal_is(
+    client, worker, sentiment_model
+):
+    """By default RQ deletes a live job that ended normally (no hash, no result stream: at
+    100 submissions/s they would pile up in Redis); the job's own signal still wakes a late
+    waiter, and the example holds the outcome."""
+    import django_rq
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job
+
+    client.force_login(worker)
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    example = Example.objects.get()
+    job_id = jobs.live_job_id(example.pk, 1)
+    connection = django_rq.get_queue(jobs.LIVE_QUEUE).connection
+    assert Job.fetch(job_id, connection=connection).result_ttl == 0
+    run_jobs()
+    with pytest.raises(NoSuchJobError):
+        Job.fetch(job_id, connection=connection)
+    assert jobs.wait_for_live_answer(job_id, 0.05)["status"] == ExampleStatus.MODEL_ANSWERED
+    example.refresh_from_db()
+    assert example.status == ExampleStatus.MODEL_ANSWERED
