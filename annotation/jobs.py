@@ -8,7 +8,7 @@ request can wait briefly for a fast model instead of polling. A live job also sa
 a stream of its own as soon as the answer is committed, before RQ's bookkeeping of the job
 (its result, registries and worker state: about a millisecond), so the waiting page wakes
 that much earlier; the result stream still wakes it if the job dies before saying so. A live
-job that ends normally is not kept (``ANNOTATION_LIVE_RESULT_TTL``, 0 by default): its outcome
+job that ends normally is kept only briefly (``ANNOTATION_LIVE_RESULT_TTL``, 60 s): its outcome
 is on the example and its signal on its own stream.
 """
 

@@ -51,9 +51,8 @@ def test_slow_loris_model_never_holds_a_web_request_beyond_the_wait(live_task, s
 
 
 def test_slow_loris_model_never_holds_a_live_worker_beyond_the_model_timeout(
-    live_task, slowloris_url, settings
+    live_task, slowloris_url
 ):
-    settings.ANNOTATION_LIVE_RESULT_TTL = 600  # keep the finished job: its times are read below
     model = put_model_in_loop(live_task, slowloris_url, read_timeout=0.5)
     client = _client(live_task["worker"])
     submit(client, live_task["task"], live_task["context"])
