@@ -298,14 +298,13 @@ class ValidationCreateView(APIView):
         serializer = ValidationCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        if not Example.objects.filter(task=task, pk=data["example_id"]).exists():
-            raise NotFound("no such example")
         validation = services.validation_submit(
             example_id=data["example_id"],
             actor=actor,
             label=data["label"],
             metadata=data["metadata"],
             time_spent_ms=data.get("time_spent_ms"),
+            task=task,  # an example of another task is NotFound
         )
         validation.example.refresh_from_db(fields=["validation_state"])
         return Response(ValidationSerializer(validation).data, status=status.HTTP_201_CREATED)

@@ -21,8 +21,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import F
+from django.db import OperationalError, transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from annotation import stats
@@ -500,6 +500,31 @@ def _settle(example: Example, state: str, *, by_owner: bool) -> None:
         stats.stats_example_settled(example, previous)
 
 
+def _locked_for_validation(example_id: int, actor: Actor) -> Example | None:
+    """Lock and return the example, with ``validated_by_actor``: whether ``actor`` gave it a
+    verdict already (one statement). Every path that inserts a Validation holds this row lock
+    first, so the answer holds until the insert, which needs no savepoint."""
+    column, actor_id = _actor_column(actor)
+    validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
+    # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
+    return next(
+        iter(
+            Example.objects.select_for_update(of=("self",))
+            .select_related("config_version", "context")
+            .annotate(validated_by_actor=Exists(validated))
+            .filter(pk=example_id)
+            .order_by()[:1]
+        ),
+        None,
+    )
+
+
+def _actor_column(actor: Actor) -> tuple[str, int]:
+    if actor.user is not None:
+        return "user_id", actor.user.pk
+    return "campaign_worker_id", actor.campaign_worker.pk
+
+
 @_retry_on_deadlock
 def validation_submit(
     *,
@@ -508,39 +533,43 @@ def validation_submit(
     label: str,
     metadata: Mapping | None = None,
     time_spent_ms: int | None = None,
+    task: Task | None = None,
 ) -> Validation:
     """Record ``actor``'s verdict on an example and settle it on consensus (or an owner).
 
     Refuses the writer's own example, a second verdict by the same actor, and retracted or
     settled examples (``Conflict``). An owner's verdict settles the example at once.
+    ``task``: the example's task as the caller loaded it (with the viewer's ownership, from
+    ``selectors.task_for_actor``), if it has it; an example of another task is NotFound.
     """
     if label not in LABEL_COUNTER:
         raise ServiceError("choose correct, incorrect or flag", code="validation.label")
     if actor is None or not actor.is_authenticated:
         raise PermissionDenied("sign in to validate examples")
     with transaction.atomic():
-        example = _locked(example_id, "context", "task")
+        example = _locked_for_validation(example_id, actor)
+        if example is None or (task is not None and example.task_id != task.pk):
+            raise NotFound("no such example")
+        if task is None:
+            task = example.task
         if _is_creator(example, actor):
             raise PermissionDenied("you cannot validate your own example")
         if example.retracted:
             raise Conflict("the example was retracted", code="validation.retracted")
         if example.validation_state != ValidationState.PENDING:
             raise Conflict("the example is already settled", code="validation.settled")
-        metadata = _check_validate_metadata(example, label, metadata or {})
-        task = example.task
-        owner_verdict = actor.user is not None and is_task_owner(actor.user, task)
-        try:
-            with transaction.atomic():
-                validation = Validation.objects.create(
-                    example=example,
-                    label=label,
-                    metadata=metadata,
-                    is_owner_verdict=owner_verdict,
-                    time_spent_ms=time_spent_ms,
-                    **actor.create_kwargs(),
-                )
-        except IntegrityError:
+        if example.validated_by_actor:
             raise Conflict("you already validated this example", code="validation.duplicate")
+        metadata = _check_validate_metadata(example, label, metadata or {})
+        owner_verdict = actor.user is not None and is_task_owner(actor.user, task)
+        validation = Validation.objects.create(
+            example=example,
+            label=label,
+            metadata=metadata,
+            is_owner_verdict=owner_verdict,
+            time_spent_ms=time_spent_ms,
+            **actor.create_kwargs(),
+        )
         counter = LABEL_COUNTER[label]
         updates = {"validation_count": F("validation_count") + 1, counter: F(counter) + 1}
         if label == ValidationLabel.FLAGGED:

@@ -569,6 +569,7 @@ def validate(request, code: str):
             label=form.cleaned_data["label"],
             metadata=form.metadata_values(),
             time_spent_ms=time_spent_ms(form.cleaned_data.get("started_at")),
+            task=task,
         )
     except services.InvalidInput as error:
         form.add_issues(error.details.get("issues", []))

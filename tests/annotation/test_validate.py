@@ -17,7 +17,7 @@ from annotation.models import (
     ValidationState,
     WorkerStats,
 )
-from tasks.errors import Conflict, PermissionDenied
+from tasks.errors import Conflict, NotFound, PermissionDenied
 from tests.factories import ContextFactory, TaskFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -370,6 +370,47 @@ def test_validate_query_counts_are_fixed(client, setup, people, django_assert_ma
     next_id = response.context["example"].pk
     with django_assert_max_num_queries(17):
         client.post("/tasks/sentiment/validate", {"example_id": next_id, "label": "correct"})
+
+
+def test_validate_post_takes_a_fixed_number_of_queries(
+    client, setup, people, django_assert_num_queries
+):
+    """The steady-state POST: user, task (with the viewer's ownership), the example still in
+    the queue (the form needs its config), then the transaction: the example locked with
+    whether this validator saw it already, the validation, the example's counters, the
+    validator's counter row."""
+    task, context = setup
+    first, second = (make_example(task, context, people["writer"], model_wrong=True) for _ in "12")
+    client.force_login(people["a"])
+    client.post("/tasks/sentiment/validate", {"example_id": first.pk, "label": "correct"})
+    with django_assert_num_queries(9):  # the 7 above, and the transaction's two ends
+        response = client.post(
+            "/tasks/sentiment/validate", {"example_id": second.pk, "label": "correct"}
+        )
+    assert response.status_code == 302
+    assert Validation.objects.filter(user=people["a"]).count() == 2
+
+
+def test_a_second_verdict_of_the_same_validator_is_refused_before_any_insert(setup, people):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    validate(example, people["a"], "correct")
+    with pytest.raises(Conflict) as refused:
+        validate(example, people["a"], "incorrect")
+    assert refused.value.code == "validation.duplicate"
+    example.refresh_from_db()
+    assert (example.validation_count, example.correct_count, example.incorrect_count) == (1, 1, 0)
+
+
+def test_an_example_of_another_task_is_not_found_through_this_task(setup, people):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    other = TaskFactory(code="other", config_name="sentiment")
+    with pytest.raises(NotFound):
+        services.validation_submit(
+            example_id=example.pk, actor=Actor(user=people["a"]), label="correct", task=other
+        )
+    assert Validation.objects.count() == 0
 
 
 # -- the owners' review queue ----------
