@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from functools import wraps
 
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
@@ -39,8 +39,33 @@ def _default(key=None, default=None, *args, **kwargs):
     return default
 
 
+class ReusedClientRedisCacheClient(RedisCacheClient):
+    """Django's cache client, with one redis-py client per connection pool.
+
+    Django builds a new ``redis.Redis`` for every cache call, and each one builds its table of
+    reply callbacks (80-odd entries): on the create and validate pages that was more CPU than
+    the session read it served. A client over a connection pool is safe to share between
+    threads, so one per pool is kept.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._clients: dict[int, object] = {}
+
+    def get_client(self, key=None, *, write=False):
+        pool = self._get_connection_pool(write)
+        client = self._clients.get(id(pool))
+        if client is None:
+            client = self._clients.setdefault(id(pool), self._client(connection_pool=pool))
+        return client
+
+
 class ResilientRedisCache(RedisCache):
     """Django's Redis cache whose failures are misses (see the module's docstring)."""
+
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self._class = ReusedClientRedisCacheClient
 
     get = _miss_on_outage(_default)(RedisCache.get)
     get_many = _miss_on_outage(lambda *args, **kwargs: {})(RedisCache.get_many)

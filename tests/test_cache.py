@@ -35,6 +35,19 @@ def test_values_round_trip_through_redis(redis_connection):
     assert cache.get("greeting", "gone") == "gone"
 
 
+def test_one_redis_client_serves_every_call_and_reconnects_after_a_drop(redis_connection):
+    cache = _cache(settings.REDIS_URL)
+    client = cache._cache.get_client("a")
+    assert cache._cache.get_client("b", write=True) is client
+    cache.set("kept", 1, 30)
+    # The pooled connections are gone (as after a Redis restart): the shared client connects
+    # again on its next call.
+    for connection in client.connection_pool._available_connections:
+        connection.disconnect()
+    assert cache.get("kept") == 1
+    assert cache._cache.get_client("c") is client
+
+
 def test_an_unreachable_redis_is_a_miss_not_an_error(caplog):
     cache = _cache(f"redis://127.0.0.1:{_closed_port()}/0")
     assert cache.get("key", "default") == "default"
