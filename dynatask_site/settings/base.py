@@ -128,7 +128,10 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
-USE_I18N = True
+# The site ships in English only (no LocaleMiddleware, no catalogues): without the translation
+# machinery, each of the 20-odd lazy strings and number formats a page resolves skips the
+# active-language lookup (a thread-local read under a lock).
+USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
