@@ -44,6 +44,13 @@ class Actor:
             return {"user": self.user}
         return {"campaign_worker": self.campaign_worker}
 
+    def id_column(self) -> tuple[str, int]:
+        """The owner column of the actor's rows and its value: ``("user_id", 7)`` or
+        ``("campaign_worker_id", 3)``."""
+        if self.user is not None:
+            return "user_id", self.user.pk
+        return "campaign_worker_id", self.campaign_worker.pk
+
     def create_kwargs(self) -> dict[str, Any]:
         """Both owner columns, for ``Model.objects.create(**actor.create_kwargs())``."""
         return {"user": self.user, "campaign_worker": self.campaign_worker}

@@ -153,14 +153,8 @@ def validation_queue(task: Task, actor: Actor) -> QuerySet[Example]:
 
     The filter matches the partial index ``example_validation_queue``.
     """
-    column, actor_id = _actor_column(actor)
+    column, actor_id = actor.id_column()
     return _queue_of(task.pk, column, actor_id)
-
-
-def _actor_column(actor: Actor) -> tuple[str, int]:
-    if actor.user is not None:
-        return "user_id", actor.user.pk
-    return "campaign_worker_id", actor.campaign_worker.pk
 
 
 # The validate page's reads, compiled once per shape (``PrecompiledQuery``): the next example
@@ -205,7 +199,7 @@ def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
     ``example_validation_queue`` (task, model_wrong, validation_count, id) and takes one row:
     at most three queries, whatever the table size.
     """
-    column, actor_id = _actor_column(actor)
+    column, actor_id = actor.id_column()
 
     def first(verdict: str) -> Example | None:
         return _NEXT_TO_VALIDATE[verdict, column].first(task_id=task.pk, actor_id=actor_id)
@@ -224,7 +218,7 @@ def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
 
 def example_for_validation(task: Task, example_id: int, actor: Actor) -> Example | None:
     """Return example ``example_id`` if it is still in ``actor``'s validation queue."""
-    column, actor_id = _actor_column(actor)
+    column, actor_id = actor.id_column()
     return _IN_QUEUE[column].first(task_id=task.pk, actor_id=actor_id, pk=example_id)
 
 

@@ -504,7 +504,7 @@ def _locked_for_validation(example_id: int, actor: Actor) -> Example | None:
     """Lock and return the example, with ``validated_by_actor``: whether ``actor`` gave it a
     verdict already (one statement). Every path that inserts a Validation holds this row lock
     first, so the answer holds until the insert, which needs no savepoint."""
-    column, actor_id = _actor_column(actor)
+    column, actor_id = actor.id_column()
     validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
     # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
     return next(
@@ -517,12 +517,6 @@ def _locked_for_validation(example_id: int, actor: Actor) -> Example | None:
         ),
         None,
     )
-
-
-def _actor_column(actor: Actor) -> tuple[str, int]:
-    if actor.user is not None:
-        return "user_id", actor.user.pk
-    return "campaign_worker_id", actor.campaign_worker.pk
 
 
 @_retry_on_deadlock
