@@ -29,7 +29,9 @@ connection is reopened on the next call.
 
 The report: requests/s, p50 and p95 per endpoint, errors (any non-2xx/3xx answer, exception or
 timeout; must be 0), and the acknowledged examples (a 200 answer naming the example's id)
-against the rows in the database (must be equal). Targets: at least 120 example submissions/s
+against the rows in the database (must be equal), and the CPU time of each group of processes
+in the measured minute, also per submission (``cpu_ms_per_submission``: the figure to compare
+between runs, as the machine's speed moves). Targets: at least 120 example submissions/s
 with the live model answering, at a p95 of at most 250 ms. Every loop is bounded by the
 deadline and a request timeout; the script stops its processes and drops its database.
 """
@@ -403,6 +405,19 @@ def count_examples(database_url: str, task_id: int) -> dict[str, int]:
     return {status: count for status, count in rows}
 
 
+def _per_submission(cpu_seconds: dict[str, float], report: dict) -> dict | None:
+    """CPU milliseconds per acknowledged create POST, in all and by process group."""
+    submissions = report["endpoints"].get("create POST", {}).get("count", 0)
+    if not submissions:
+        return None
+    return {
+        "total": round(1000 * sum(cpu_seconds.values()) / submissions, 2),
+        "by_group": {
+            name: round(1000 * seconds / submissions, 2) for name, seconds in cpu_seconds.items()
+        },
+    }
+
+
 def summarise(stats: Stats, seconds: float) -> dict:
     endpoints = {}
     total = 0
@@ -540,6 +555,9 @@ def main() -> int:
                 "rq_live_workers": options.rq_workers,
                 "examples_per_context": options.examples_per_context,
                 "cpu_seconds": cpu_seconds,
+                # What one submission (with its share of the other pages) costs the machine:
+                # at 100% of 2 cores, 120 submissions/s needs at most 16.7 ms.
+                "cpu_ms_per_submission": _per_submission(cpu_seconds, report),
                 # Keep-alive at work: connections opened (sign-ins included) and GETs resent
                 # once on a fresh connection after the server closed an idle one.
                 "client_connections": sum(w.client.connections_opened for w in workers),
@@ -582,6 +600,13 @@ def print_summary(report: dict) -> None:
         "CPU seconds: "
         + ", ".join(f"{name} {seconds}" for name, seconds in report["cpu_seconds"].items())
     )
+    per_submission = report["cpu_ms_per_submission"]
+    if per_submission:
+        print(
+            f"CPU ms per submission: {per_submission['total']} ("
+            + ", ".join(f"{name} {ms}" for name, ms in per_submission["by_group"].items())
+            + ")"
+        )
     print(
         f"client: {report['client_connections']} connections opened, "
         f"{report['client_get_retries']} GETs resent on a fresh connection"
