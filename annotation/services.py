@@ -235,13 +235,15 @@ MODEL_ANSWER_FIELDS = (
 )
 
 
-def _locked(example_id: int, *related: str) -> Example:
-    """Lock and return the example (with ``config_version`` and ``related``), or NotFound."""
+def _locked(example_id: int, *related: str, **annotations) -> Example:
+    """Lock and return the example (with ``config_version``, ``related`` and
+    ``annotations``, all in the one statement), or NotFound."""
     # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
     example = next(
         iter(
             Example.objects.select_for_update(of=("self",))
             .select_related("config_version", *related)
+            .annotate(**annotations)
             .filter(pk=example_id)
             .order_by()[:1]
         ),
@@ -500,25 +502,6 @@ def _settle(example: Example, state: str, *, by_owner: bool) -> None:
         stats.stats_example_settled(example, previous)
 
 
-def _locked_for_validation(example_id: int, actor: Actor) -> Example | None:
-    """Lock and return the example, with ``validated_by_actor``: whether ``actor`` gave it a
-    verdict already (one statement). Every path that inserts a Validation holds this row lock
-    first, so the answer holds until the insert, which needs no savepoint."""
-    column, actor_id = actor.id_column()
-    validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
-    # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
-    return next(
-        iter(
-            Example.objects.select_for_update(of=("self",))
-            .select_related("config_version", "context")
-            .annotate(validated_by_actor=Exists(validated))
-            .filter(pk=example_id)
-            .order_by()[:1]
-        ),
-        None,
-    )
-
-
 @_retry_on_deadlock
 def validation_submit(
     *,
@@ -540,9 +523,13 @@ def validation_submit(
         raise ServiceError("choose correct, incorrect or flag", code="validation.label")
     if actor is None or not actor.is_authenticated:
         raise PermissionDenied("sign in to validate examples")
+    # Whether this actor gave a verdict already, read with the lock: every path that inserts a
+    # Validation locks the example first, so the answer holds until the insert (no savepoint).
+    column, actor_id = actor.id_column()
+    validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
     with transaction.atomic():
-        example = _locked_for_validation(example_id, actor)
-        if example is None or (task is not None and example.task_id != task.pk):
+        example = _locked(example_id, "context", validated_by_actor=Exists(validated))
+        if task is not None and example.task_id != task.pk:
             raise NotFound("no such example")
         if task is None:
             task = example.task
