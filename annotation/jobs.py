@@ -1,4 +1,5 @@
-"""RQ jobs of the create page, on the ``live`` queue (a non-forking SimpleWorker in production).
+"""RQ jobs of the create page, on the ``live`` queue (``models_hub.jobs.LiveWorker``, a
+non-forking SimpleWorker, in production).
 
 ``live_prediction_job(example_id, attempt)`` asks the example's model and stores the answer or
 the failure through the services; it is idempotent (an example that already has an answer is

@@ -172,9 +172,11 @@ def start_model_server(processes: Processes, env: dict, handler: str = DEMO_SENT
 def start_rq_worker(
     processes: Processes, env: dict, queues=("live",), simple: bool = True, log_path=None
 ):
+    """``manage.py rqworker`` on ``queues``: the live queue's ``LiveWorker`` (a non-forking
+    SimpleWorker) when ``simple``, else RQ's forking worker."""
     command = [PYTHON, "manage.py", "rqworker", *queues]
     if simple:
-        command += ["--worker-class", "rq.worker.SimpleWorker"]
+        command += ["--worker-class", "models_hub.jobs.LiveWorker"]
     return processes.start("rqworker:" + ",".join(queues), command, env, log_path=log_path)
 
 

@@ -9,14 +9,16 @@ return JSON-ready dicts. They are enqueued with explicit timeouts and result/fai
 - ``health_check_job(model_id)`` (``default``): probe one model and store its health;
 - ``health_check_all_job()`` (``default``): one ``health_check_job`` per model with an endpoint.
 
-The live queue is served by ``rq.worker.SimpleWorker``: no fork per job. Periodic health
-checks use RQ's own ``rq.cron.CronScheduler`` (``manage.py run_cron``).
+The live queue is served by ``LiveWorker``, an ``rq.worker.SimpleWorker`` (no fork per job)
+that skips RQ's redundant per-job writes of its own liveness. Periodic health checks use RQ's
+own ``rq.cron.CronScheduler`` (``manage.py run_cron``).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +29,7 @@ from django.db import transaction
 from redis.exceptions import RedisError
 from rq.cron import CronScheduler
 from rq.job import Job, JobStatus
+from rq.worker import SimpleWorker
 
 from models_hub import selectors, services
 from models_hub.client import EndpointSpec, predict
@@ -234,6 +237,49 @@ def _job_failed() -> dict[str, Any]:
             "retryable": True,
         }
     }
+
+
+# -- the live worker ---------------------------------------------------------------------------
+class LiveWorker(SimpleWorker):
+    """The ``live`` queue's worker: a SimpleWorker that writes its liveness less often.
+
+    Around every job RQ refreshes the worker's key (``heartbeat``: an EXPIRE and an HSET)
+    three more times than the job's own pipelines do, sets the state "idle" twice and asks
+    whether workers are suspended (``rq suspend``): five of the fifteen round trips to Redis
+    of a job. Here a bare heartbeat (the worker's default TTL) is sent only when the last one
+    is ``HEARTBEAT_EVERY`` seconds old, far inside the key's TTL (``worker_ttl`` + 60 s); a
+    state is written only when it changes; and the suspension is checked at most every
+    ``SUSPENSION_CHECK_EVERY`` seconds, so a suspended worker stops within that delay.
+    Heartbeats with a TTL of their own (the job's: its timeout, which extends the key while
+    it runs) and the job's pipelines are RQ's, unchanged.
+    """
+
+    HEARTBEAT_EVERY = 10.0
+    SUSPENSION_CHECK_EVERY = 1.0
+
+    _last_heartbeat: float | None = None
+    _last_suspension_check: float | None = None
+
+    def heartbeat(self, timeout: int | None = None, pipeline=None):
+        last = self._last_heartbeat
+        every = min(self.HEARTBEAT_EVERY, self.worker_ttl / 4)
+        if timeout is None and last is not None and time.monotonic() - last < every:
+            return
+        super().heartbeat(timeout, pipeline)
+        # A heartbeat with a longer TTL of its own (a job's) also keeps the key alive.
+        self._last_heartbeat = time.monotonic()
+
+    def set_state(self, state: str, pipeline=None):
+        if pipeline is None and state == self._state:
+            return
+        super().set_state(state, pipeline)
+
+    def check_for_suspension(self, burst: bool):
+        checked = self._last_suspension_check
+        if checked is not None and time.monotonic() - checked < self.SUSPENSION_CHECK_EVERY:
+            return
+        super().check_for_suspension(burst)
+        self._last_suspension_check = time.monotonic()
 
 
 # -- periodic health checks -------------------------------------------------------------------

@@ -154,7 +154,8 @@ CRISPY_TEMPLATE_PACK = "bootstrap5"
 # --- Redis and RQ ------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 RQ_QUEUES = {
-    # Live predictions: served by a non-forking SimpleWorker, short timeouts.
+    # Live predictions: served by models_hub.jobs.LiveWorker (a non-forking SimpleWorker),
+    # short timeouts.
     "live": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 60, "DEFAULT_RESULT_TTL": 600},
     # Evaluation shards and finalize jobs.
     "eval": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600, "DEFAULT_RESULT_TTL": 3600},

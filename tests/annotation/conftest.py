@@ -10,10 +10,10 @@ import time
 import django_rq
 import pytest
 from rq.timeouts import TimerDeathPenalty
-from rq.worker import SimpleWorker
 
 from annotation.actors import Actor
 from models_hub import services as hub_services
+from models_hub.jobs import LiveWorker
 from models_hub.server import ModelServer
 from tests.factories import ContextFactory, TaskFactory, UserFactory
 
@@ -81,9 +81,10 @@ def live_queue(redis_connection):
 
 
 def run_jobs(queue_name: str = "live") -> None:
-    """Run every queued job of ``queue_name`` in this process (burst SimpleWorker)."""
+    """Run every queued job of ``queue_name`` in this process (burst ``LiveWorker``, the
+    live queue's SimpleWorker)."""
     queue = django_rq.get_queue(queue_name)
-    SimpleWorker([queue], connection=queue.connection).work(burst=True)
+    LiveWorker([queue], connection=queue.connection).work(burst=True)
 
 
 @pytest.fixture
@@ -146,8 +147,9 @@ def validators(db):
     return [UserFactory(username=f"validator{n}") for n in range(6)]
 
 
-class ThreadSimpleWorker(SimpleWorker):
-    """A SimpleWorker that can run in a thread (no signal handlers, timer-based timeouts)."""
+class ThreadLiveWorker(LiveWorker):
+    """The live queue's worker (a SimpleWorker) run in a thread: no signal handlers,
+    timer-based timeouts."""
 
     death_penalty_class = TimerDeathPenalty
 
@@ -156,7 +158,7 @@ class ThreadSimpleWorker(SimpleWorker):
 
 
 class BackgroundWorker:
-    """Run the ``live`` queue in a thread, like ``rqworker live`` with a SimpleWorker.
+    """Run the ``live`` queue in a thread, like ``rqworker live`` with its ``LiveWorker``.
 
     Needs committed data (``transactional_db`` or ``live_server``): the thread has its own
     database connection, closed when the worker stops.
@@ -170,7 +172,7 @@ class BackgroundWorker:
     def _run(self) -> None:
         from django.db import connection
 
-        worker = ThreadSimpleWorker([self.queue], connection=self.queue.connection)
+        worker = ThreadLiveWorker([self.queue], connection=self.queue.connection)
         try:
             while not self.stop_event.is_set():
                 worker.work(burst=True, logging_level="WARNING")

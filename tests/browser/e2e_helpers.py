@@ -42,7 +42,7 @@ model_server = serving
 
 @contextlib.contextmanager
 def eval_worker():
-    """The ``eval`` queue run by a SimpleWorker thread (as ``rqworker eval`` would)."""
+    """The ``eval`` queue run by a non-forking worker thread (as ``rqworker eval`` would)."""
     from tests.annotation.conftest import BackgroundWorker
 
     worker = BackgroundWorker("eval").start()

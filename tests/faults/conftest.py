@@ -166,12 +166,14 @@ def put_model_in_loop(live_task, url: str, read_timeout: float = 2.0):
 
 
 def run_live_worker() -> float:
-    """Run the ``live`` queue's jobs with a SimpleWorker in burst mode; return seconds."""
+    """Run the ``live`` queue's jobs with its worker (``LiveWorker``) in burst mode; return
+    seconds."""
     import django_rq
-    from rq.worker import SimpleWorker
+
+    from models_hub.jobs import LiveWorker
 
     started = time.monotonic()
-    worker = django_rq.get_worker("live", worker_class=SimpleWorker)
+    worker = django_rq.get_worker("live", worker_class=LiveWorker)
     worker.work(burst=True, logging_level="WARNING", with_scheduler=False)
     return time.monotonic() - started
 
