@@ -34,6 +34,7 @@ from annotation.forms import (
     time_spent_ms,
 )
 from annotation.models import Campaign, Example, ExampleStatus
+from dynatask_site.reversing import reverse_filled
 from models_hub.selectors import model_pick_for_round
 from tasks.config.values import check_worker_input
 from tasks.errors import NotFound, PermissionDenied, ServiceError
@@ -327,6 +328,18 @@ def sandbox_status(request, code: str, job_id: str):
 
 
 # -- one example: status, answer, verdict, metadata, retract, flag, retry ----------
+# The example's own links on its page and status panel, by the name the templates use.
+EXAMPLE_URL_VIEWS = {
+    "page": "annotation:example",
+    "status": "annotation:example_status",
+    "retry": "annotation:example_retry",
+    "verdict": "annotation:example_verdict",
+    "metadata": "annotation:example_metadata",
+    "retract": "annotation:example_retract",
+    "flag": "annotation:example_flag",
+}
+
+
 def _example_context(task, example, *, metadata_form=None, quota_reached=False, actor=None):
     config = example.config_version.parsed
     stale = (
@@ -353,11 +366,15 @@ def _example_context(task, example, *, metadata_form=None, quota_reached=False, 
     next_url = (
         campaign_done_url(task)
         if quota_reached
-        else reverse("annotation:create", args=[task.code]) + "?next=1"
+        else reverse_filled("annotation:create", task.code) + "?next=1"
     )
     return {
         "task": task,
         "example": example,
+        "example_urls": {
+            name: reverse_filled(view, task.code, example.pk)
+            for name, view in EXAMPLE_URL_VIEWS.items()
+        },
         "config": config,
         "outputs": output_items(config, example.model_output),
         "inputs": input_items(config, example.input),
