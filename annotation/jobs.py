@@ -74,15 +74,21 @@ def _queue():
 def enqueue_live_prediction(example_id: int, attempt: int, timeout: int = 60) -> str:
     """Queue ``live_prediction_job`` for an example (called after commit); return the job id."""
     job_id = live_job_id(example_id, attempt)
-    _queue().enqueue(
-        live_prediction_job,
-        example_id,
-        attempt,
-        job_id=job_id,
-        job_timeout=timeout,
-        result_ttl=settings.ANNOTATION_LIVE_RESULT_TTL,
-        failure_ttl=FAILURE_TTL_SECONDS,
-    )
+    queue = _queue()
+    # One round trip: given no pipeline, RQ sends the queue's registration (SADD) and the
+    # job (its hash and the push) as two transactions.
+    with queue.connection.pipeline() as pipe:
+        queue.enqueue(
+            live_prediction_job,
+            example_id,
+            attempt,
+            job_id=job_id,
+            job_timeout=timeout,
+            result_ttl=settings.ANNOTATION_LIVE_RESULT_TTL,
+            failure_ttl=FAILURE_TTL_SECONDS,
+            pipeline=pipe,
+        )
+        pipe.execute()
     return job_id
 
 

@@ -145,3 +145,30 @@ def test_worker_without_rows_gets_them_created(task):
     stats.stats_example_created(example)
     row = stats.WorkerStats.objects.get(user=user)
     assert (row.examples, row.time_spent_ms) == (1, 700)
+
+
+def test_a_live_job_is_queued_in_one_redis_round_trip(redis_connection, monkeypatch):
+    from redis.connection import AbstractConnection
+    from rq import Queue
+    from rq.job import Job, JobStatus
+
+    from annotation import jobs
+
+    jobs.enqueue_live_prediction(41, 1, timeout=30)  # the queue object and its version
+    sent = []
+    send = AbstractConnection.send_packed_command
+
+    def counted(self, command, check_health=True):
+        sent.append(command)
+        return send(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    job_id = jobs.enqueue_live_prediction(42, 1, timeout=30)
+    monkeypatch.undo()
+
+    assert len(sent) == 1
+    job = Job.fetch(job_id, connection=redis_connection)
+    assert job.get_status() == JobStatus.QUEUED
+    assert job.timeout == 30
+    assert job_id in jobs._queue().job_ids
+    assert "live" in [queue.name for queue in Queue.all(connection=redis_connection)]
