@@ -362,3 +362,25 @@ def cpu_snapshot() -> dict[str, float]:
 def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     """CPU seconds per group between two snapshots (processes that exited are not counted)."""
     return {name: round(after[name] - before.get(name, 0.0), 2) for name in sorted(after)}
+
+
+def _reference_loop() -> int:
+    total = 0
+    for number in range(1_000_000):
+        total += number * number % 7
+    return total
+
+
+def reference_loop_ms(repeat: int = 3) -> float:
+    """Milliseconds of a fixed pure-Python loop (a million multiply-modulo-adds), the best of
+    ``repeat``: how fast this machine runs Python right now.
+
+    The same code's CPU per submission moved by a factor of two between sessions on machines
+    of the same kind. Divided by this figure, measured in the same run, it compares across
+    runs and machines."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        _reference_loop()
+        best = min(best, time.process_time() - started)
+    return round(best * 1000, 1)

@@ -520,6 +520,7 @@ def main() -> int:
             worker.logged_in.wait(timeout=120)
         login_seconds = time.monotonic() - login_started
         log(f"{options.users} users signed in in {login_seconds:.1f} s; measuring...")
+        loop_before = harness.reference_loop_ms()
         cpu_before = harness.cpu_snapshot()
         started = time.monotonic()
         deadline = started + options.duration
@@ -530,6 +531,7 @@ def main() -> int:
             worker.join(timeout=max(1.0, deadline - time.monotonic() + 30))
         seconds = time.monotonic() - started
         cpu_seconds = harness.cpu_delta(cpu_before, harness.cpu_snapshot())
+        loop_after = harness.reference_loop_ms()
         # Let the live queue drain, then compare what was acknowledged with the table.
         settle_deadline = time.monotonic() + 20
         rows = count_examples(database.url, seeded["task_id"])
@@ -558,6 +560,13 @@ def main() -> int:
                 # What one submission (with its share of the other pages) costs the machine:
                 # at 100% of 2 cores, 120 submissions/s needs at most 16.7 ms.
                 "cpu_ms_per_submission": _per_submission(cpu_seconds, report),
+                # The machine's speed around the measured minute (``reference_loop_ms``,
+                # measured idle), and the CPU per submission in units of that loop: a figure
+                # that compares runs on faster and slower machines.
+                "reference_loop_ms": {"before": loop_before, "after": loop_after},
+                "cpu_per_submission_in_reference_loops": _in_loops(
+                    report, cpu_seconds, (loop_before + loop_after) / 2
+                ),
                 # Keep-alive at work: connections opened (sign-ins included) and GETs resent
                 # once on a fresh connection after the server closed an idle one.
                 "client_connections": sum(w.client.connections_opened for w in workers),
@@ -581,6 +590,13 @@ def main() -> int:
         print_summary(report)
     print(json.dumps(report), flush=True)
     return 0
+
+
+def _in_loops(report: dict, cpu_seconds: dict, loop_ms: float) -> float | None:
+    per_submission = _per_submission(cpu_seconds, report)
+    if not per_submission or not loop_ms:
+        return None
+    return round(per_submission["total"] / loop_ms, 3)
 
 
 def print_summary(report: dict) -> None:
@@ -607,6 +623,11 @@ def print_summary(report: dict) -> None:
             + ", ".join(f"{name} {ms}" for name, ms in per_submission["by_group"].items())
             + ")"
         )
+    loop = report["reference_loop_ms"]
+    print(
+        f"reference loop: {loop['before']} ms before, {loop['after']} ms after; CPU per "
+        f"submission: {report['cpu_per_submission_in_reference_loops']} reference loops"
+    )
     print(
         f"client: {report['client_connections']} connections opened, "
         f"{report['client_get_retries']} GETs resent on a fresh connection"
