@@ -7,8 +7,9 @@ in one run, each after a warm-up:
 - ``bare``: ``session.post(url, json=...)`` on one kept ``requests.Session``, nothing else;
 - ``client``: ``models_hub.client.predict`` (SSRF check, projection, hardened transport,
   output checks against the sentiment config);
-- ``queue``: enqueue ``models_hub.jobs.predict_endpoint_job`` on a live-style queue, a
-  ``SimpleWorker`` (no fork, a separate process as in production) runs it, and the result is
+- ``queue``: enqueue ``models_hub.jobs.predict_endpoint_job`` on a live-style queue, the live
+  queue's ``LiveWorker`` (a SimpleWorker: no fork; a separate process as in production) runs
+  it, and the result is
   read back with RQ's blocking result stream (``job.latest_result(timeout=...)``).
 
 Prints one JSON line: ``bare_p50_ms``, ``client_p50_ms``, ``queue_p50_ms``,
@@ -46,10 +47,9 @@ django.setup()
 import requests  # noqa: E402
 from redis import Redis  # noqa: E402
 from rq import Queue  # noqa: E402
-from rq.worker import SimpleWorker  # noqa: E402
 
 from models_hub.client import EndpointSpec, predict  # noqa: E402
-from models_hub.jobs import predict_endpoint_job  # noqa: E402
+from models_hub.jobs import LiveWorker, predict_endpoint_job  # noqa: E402
 from models_hub.server import make_server  # noqa: E402
 from tasks.config import parse_task_config  # noqa: E402
 
@@ -86,9 +86,9 @@ def timed(function, n: int) -> list[float]:
 
 
 def run_worker(queue_name: str) -> None:
-    """Worker mode (a child process): serve ``queue_name`` with a SimpleWorker until SIGTERM."""
+    """Worker mode (a child process): serve ``queue_name`` with a LiveWorker until SIGTERM."""
     connection = Redis.from_url(os.environ["REDIS_URL"])
-    SimpleWorker([Queue(queue_name, connection=connection)], connection=connection).work(
+    LiveWorker([Queue(queue_name, connection=connection)], connection=connection).work(
         logging_level="WARNING", with_scheduler=False
     )
 

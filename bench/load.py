@@ -5,10 +5,11 @@
                                    [--examples-per-context 3] [--json]
 
 What runs, all on 127.0.0.1: a throwaway PostgreSQL database (created, migrated, dropped),
-gunicorn with 2 workers, 2 RQ ``SimpleWorker``s on the ``live`` queue (a Redis database of its
-own, flushed), and the demo sentiment model server. Each simulated worker signs in first (before
-the clock starts: a login hashes a password, about 0.5 to 1 s of CPU with the production hasher,
-and 50 of them would eat a third of a 2-core minute; the logins are reported on their own), then,
+gunicorn with 2 workers, 2 RQ workers on the ``live`` queue (``models_hub.jobs.LiveWorker``, a
+non-forking SimpleWorker; a redis-server of its own), and the demo sentiment model server. Each
+simulated worker signs in first (before the clock starts: a login hashes a password, about 0.5
+to 1 s of CPU with the production hasher, and 50 of them would eat a third of a 2-core minute;
+the logins are reported on their own), then,
 in a loop until the time is up: submits an example, reads the verdict (and polls the status
 while the model is still answering), and every third round opens the validate page and
 validates the example offered. As on the site, the verdict page carries the form of the next
