@@ -21,10 +21,32 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
 
 from django.db.models import F, Max, Min, QuerySet, Subquery
 
+from dynatask_site.precompiled import PrecompiledQuery, PrecompiledRows
 from tasks.models import Context, ContextSampling, Round
+
+
+def _candidates(round_id: int, tag: str | None = None) -> QuerySet:
+    queryset = Context.objects.filter(round_id=round_id)
+    return queryset if tag is None else queryset.filter(tag=tag)
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """The contexts a strategy draws from: a round's, or its contexts of one tag."""
+
+    round_id: int
+    tag: str = ""
+
+    def queryset(self) -> QuerySet:
+        return _candidates(self.round_id, self.tag or None)
+
+    def parameters(self) -> dict:
+        return {"round_id": self.round_id, **({"tag": self.tag} if self.tag else {})}
 
 
 def _random_at_or_after(queryset: QuerySet, rng: random.Random) -> Context | None:
@@ -37,44 +59,76 @@ def _random_at_or_after(queryset: QuerySet, rng: random.Random) -> Context | Non
     return picked or queryset.order_by("id").first()
 
 
-def _least_by(queryset: QuerySet, counter: str, rng: random.Random) -> Context | None:
+@cache
+def _least_by_statements(counter: str, tagged: bool):
+    """The statements of ``_least_by`` for ``counter`` (with or without a tag), compiled once
+    per process: building them through the ORM on every create page cost more than running
+    them."""
+    parameters = {"round_id": int, **({"tag": str} if tagged else {})}
+
+    def bounds(round_id, tag=None):
+        # The lowest value, and the id bounds of the candidates that have it: one statement.
+        candidates = _candidates(round_id, tag)
+        lowest = candidates.order_by(counter, "id").values(counter)[:1]
+        return (
+            candidates.filter(**{counter: Subquery(lowest)})
+            .order_by()
+            .values("round_id")
+            .annotate(low=Min("id"), high=Max("id"), value=Min(counter))
+            .values_list("low", "high", "value")
+        )
+
+    def pick(round_id, value, pivot, tag=None):
+        candidates = _candidates(round_id, tag)
+        return candidates.filter(**{counter: value, "id__gte": pivot}).order_by("id")[:1]
+
+    def least(round_id, tag=None):
+        return _candidates(round_id, tag).order_by(counter, "id")[:1]
+
+    return (
+        PrecompiledRows(bounds, **parameters),
+        PrecompiledQuery(pick, **parameters, value=int, pivot=int),
+        PrecompiledQuery(least, **parameters),
+    )
+
+
+def _least_by(pool: _Pool, counter: str, rng: random.Random) -> Context | None:
     """The candidates with the lowest ``counter``, one of them at random (two queries).
 
     The lowest value and the id bounds of its candidates come from one statement. A counter
     that moved meanwhile can empty the pick; then the least-``counter`` context is taken.
     """
-    lowest = queryset.order_by(counter, "id").values(counter)[:1]
-    bounds = queryset.filter(**{counter: Subquery(lowest)}).aggregate(
-        low=Min("id"), high=Max("id"), value=Min(counter)
-    )
-    if bounds["low"] is not None:
-        pivot = rng.randint(bounds["low"], bounds["high"])
-        picked = (
-            queryset.filter(**{counter: bounds["value"], "id__gte": pivot}).order_by("id").first()
-        )
+    bounds, pick, least = _least_by_statements(counter, bool(pool.tag))
+    parameters = pool.parameters()
+    found = bounds.rows(**parameters)
+    if found:
+        low, high, value = found[0]
+        picked = pick.first(**parameters, value=value, pivot=rng.randint(low, high))
         if picked is not None:
             return picked
-    return queryset.order_by(counter, "id").first()
+    return least.first(**parameters)
 
 
-def sample_least_used(queryset: QuerySet, rng: random.Random) -> Context | None:
-    return _least_by(queryset, "times_served", rng)
+def sample_least_used(pool: _Pool, rng: random.Random) -> Context | None:
+    return _least_by(pool, "times_served", rng)
 
 
-def sample_uniform(queryset: QuerySet, rng: random.Random) -> Context | None:
-    return _random_at_or_after(queryset, rng)
+def sample_uniform(pool: _Pool, rng: random.Random) -> Context | None:
+    return _random_at_or_after(pool.queryset(), rng)
 
 
-def sample_least_fooled(queryset: QuerySet, rng: random.Random) -> Context | None:
-    return _least_by(queryset, "fooled_count", rng)
+def sample_least_fooled(pool: _Pool, rng: random.Random) -> Context | None:
+    return _least_by(pool, "fooled_count", rng)
 
 
-def sample_failed_validation(queryset: QuerySet, rng: random.Random) -> Context | None:
-    failed = queryset.filter(example_count__gt=0, validated_incorrect_count__gte=F("example_count"))
-    return _random_at_or_after(failed, rng) or sample_least_used(queryset, rng)
+def sample_failed_validation(pool: _Pool, rng: random.Random) -> Context | None:
+    failed = pool.queryset().filter(
+        example_count__gt=0, validated_incorrect_count__gte=F("example_count")
+    )
+    return _random_at_or_after(failed, rng) or sample_least_used(pool, rng)
 
 
-STRATEGIES: dict[str, Callable[[QuerySet, random.Random], Context | None]] = {
+STRATEGIES: dict[str, Callable[[_Pool, random.Random], Context | None]] = {
     ContextSampling.LEAST_USED: sample_least_used,
     ContextSampling.UNIFORM: sample_uniform,
     ContextSampling.LEAST_FOOLED: sample_least_fooled,
@@ -86,8 +140,5 @@ def sample_context(
     round_: Round, strategy: str, tag: str = "", rng: random.Random | None = None
 ) -> Context | None:
     """Return a context of ``round_`` chosen by ``strategy`` (unknown: least used), or None."""
-    queryset = Context.objects.filter(round=round_)
-    if tag:
-        queryset = queryset.filter(tag=tag)
     function = STRATEGIES.get(strategy, sample_least_used)
-    return function(queryset, rng or random.Random())  # noqa: S311 - not security sensitive
+    return function(_Pool(round_.pk, tag), rng or random.Random())  # noqa: S311 - not security sensitive

@@ -56,6 +56,13 @@ class _Plan:
 
 
 @dataclass(frozen=True)
+class _RowsPlan:
+    sql: str
+    slots: tuple[tuple[str | None, Any], ...]
+    converters: tuple[tuple[int, tuple[Callable, ...], Any], ...]
+
+
+@dataclass(frozen=True)
 class _UpdatePlan:
     sql: str
     slots: tuple[tuple[str | None, Any], ...]
@@ -137,6 +144,45 @@ class PrecompiledQuery(_Precompiled):
 
     def _compile(self, built, placeholders, using) -> _Plan:
         return _compile_query(built, placeholders, self._parameters, using)
+
+
+class PrecompiledRows(_Precompiled):
+    """A ``values_list`` queryset of a fixed shape, compiled once per database; ``rows``
+    returns its rows as tuples, through the same converters as the queryset.
+
+    For the statements that return values rather than instances (aggregates grouped by a
+    column, say); the same parameters as ``PrecompiledQuery``, and a value that is not of
+    its parameter's type matches nothing (``[]`` without a query).
+    """
+
+    def rows(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> list[tuple]:
+        clean = self._values(values)
+        if clean is None:
+            return []
+        plan = self._plan(using)
+        connection = connections[using]
+        with connection.cursor() as cursor:
+            cursor.execute(plan.sql, _params(plan.slots, clean))
+            rows = cursor.fetchall()
+        if not plan.converters:
+            return [tuple(row) for row in rows]
+        return [_converted(plan.converters, row, connection) for row in rows]
+
+    def _compile(self, built, placeholders, using) -> _RowsPlan:
+        if built._iterable_class.__name__ != "ValuesListIterable":
+            raise TypeError("only values_list querysets (not flat or named) are supported")
+        if built._prefetch_related_lookups:
+            raise TypeError("prefetch_related is not supported")
+        # As ``ValuesListIterable``: the compiler selects the columns in the order
+        # ``values_list`` names them; the rows go through its converters.
+        compiler = built.query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        return _RowsPlan(
+            sql=sql,
+            slots=_slots(sql, params, placeholders, self._parameters),
+            converters=_converter_plan(compiler.get_converters(fields)),
+        )
 
 
 class PrecompiledUpdate(_Precompiled):
@@ -260,10 +306,7 @@ def _compile_query(queryset: QuerySet, placeholders, parameters, using: str) -> 
     return _Plan(
         sql=sql,
         slots=slots,
-        converters=tuple(
-            (position, tuple(functions), expression)
-            for position, (functions, expression) in converters.items()
-        ),
+        converters=_converter_plan(converters),
         model=klass_info["model"],
         model_start=start,
         model_end=end,
@@ -273,16 +316,29 @@ def _compile_query(queryset: QuerySet, placeholders, parameters, using: str) -> 
     )
 
 
+def _converter_plan(converters: dict) -> tuple:
+    return tuple(
+        (position, tuple(functions), expression)
+        for position, (functions, expression) in converters.items()
+    )
+
+
+def _converted(converters: tuple, row: tuple, connection) -> tuple:
+    """``row`` through the database's and the fields' converters, as Django's iterables."""
+    row = list(row)
+    for position, functions, expression in converters:
+        value = row[position]
+        for function in functions:
+            value = function(value, expression, connection)
+        row[position] = value
+    return tuple(row)
+
+
 def _instance(plan: _Plan, row: tuple, connection, using: str):
     # As ``django.db.models.query.ModelIterable``: converters, the model, its related rows,
     # then the annotations.
     if plan.converters:
-        row = list(row)
-        for position, functions, expression in plan.converters:
-            value = row[position]
-            for function in functions:
-                value = function(value, expression, connection)
-            row[position] = value
+        row = _converted(plan.converters, row, connection)
     instance = plan.model.from_db(
         using, list(plan.init_list), row[plan.model_start : plan.model_end]
     )

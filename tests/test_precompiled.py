@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.db.models import F, IntegerField, Prefetch, Value
+from django.db.models import F, IntegerField, Max, Min, Prefetch, Value
 
 from annotation.models import Example
 from annotation.selectors import _TASK_WITH_OWNERSHIP
-from dynatask_site.precompiled import PrecompiledQuery, PrecompiledUpdate
+from dynatask_site.precompiled import PrecompiledQuery, PrecompiledRows, PrecompiledUpdate
 from tasks.models import Context, Task
 from tests.factories import (
     ContextFactory,
@@ -128,6 +128,58 @@ def test_unsupported_shapes_are_refused(build):
     task = TaskFactory()
     with pytest.raises(TypeError):
         PrecompiledQuery(build, pk=int).fetch(pk=task.pk)
+
+
+def _bounds_by_tag(round_id, tag):
+    # Aggregates grouped by one column, named out of their SQL order, and a JSON column.
+    return (
+        Context.objects.filter(round_id=round_id, tag=tag)
+        .order_by()
+        .values("tag")
+        .annotate(low=Min("id"), high=Max("id"), served=Max("times_served"))
+        .values_list("served", "tag", "high", "low")
+    )
+
+
+def test_rows_equal_the_querysets_values_lists(django_assert_num_queries):
+    task = TaskFactory()
+    contexts = [ContextFactory(task=task, tag=tag) for tag in ("a", "a", "b")]
+    Context.objects.filter(pk=contexts[1].pk).update(times_served=4)
+    round_id = contexts[0].round_id
+    bounds = PrecompiledRows(_bounds_by_tag, round_id=int, tag=str)
+    data = PrecompiledRows(
+        lambda pk: Context.objects.filter(pk=pk).values_list("data", "tag", "created_at"),
+        pk=int,
+    )
+    for tag in ("a", "b", "none"):
+        assert bounds.rows(round_id=round_id, tag=tag) == list(_bounds_by_tag(round_id, tag))
+    assert bounds.rows(round_id=round_id, tag="a") == [(4, "a", contexts[1].pk, contexts[0].pk)]
+    (row,) = data.rows(pk=contexts[2].pk)
+    assert row == next(
+        iter(Context.objects.filter(pk=contexts[2].pk).values_list("data", "tag", "created_at"))
+    )
+    assert isinstance(row[0], dict) and row[2].tzinfo is not None  # through the converters
+    with django_assert_num_queries(1):
+        bounds.rows(round_id=round_id, tag="a")
+    with django_assert_num_queries(0):
+        assert bounds.rows(round_id="1 OR 1=1", tag="a") == []
+        assert bounds.rows(round_id=round_id, tag=7) == []
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda pk: Task.objects.filter(pk=pk),
+        lambda pk: Task.objects.filter(pk=pk).values("code"),
+        lambda pk: Task.objects.filter(pk=pk).values_list("code", flat=True),
+        lambda pk: Task.objects.filter(pk=pk).values_list("code", named=True),
+    ],
+    ids=["instances", "values", "flat", "named"],
+)
+def test_rows_take_only_plain_values_lists(build):
+    task = TaskFactory()
+    with pytest.raises(TypeError, match="values_list"):
+        PrecompiledRows(build, pk=int).rows(pk=task.pk)
 
 
 def test_updates_move_by_the_values_given_and_return_the_rows_changed(
