@@ -35,7 +35,7 @@ from annotation.models import (
     ValidationState,
     VerdictSource,
 )
-from dynatask_site.precompiled import ColumnUpdate
+from dynatask_site.precompiled import ColumnUpdate, PrecompiledQuery, PrecompiledUpdate
 from models_hub.selectors import model_pick_for_round
 from tasks.config.types import FieldType, TaskConfig
 from tasks.config.values import check_metadata, check_worker_input
@@ -235,15 +235,14 @@ MODEL_ANSWER_FIELDS = (
 )
 
 
-def _locked(example_id: int, *related: str, **annotations) -> Example:
-    """Lock and return the example (with ``config_version``, ``related`` and
-    ``annotations``, all in the one statement), or NotFound."""
+def _locked(example_id: int, *related: str) -> Example:
+    """Lock and return the example (with ``config_version`` and ``related`` in the one
+    statement), or NotFound."""
     # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
     example = next(
         iter(
             Example.objects.select_for_update(of=("self",))
             .select_related("config_version", *related)
-            .annotate(**annotations)
             .filter(pk=example_id)
             .order_by()[:1]
         ),
@@ -475,6 +474,42 @@ LABEL_COUNTER = {
 }
 
 
+def _locked_for_validation(column: str) -> PrecompiledQuery:
+    """The example, locked, with its config and context, and whether the actor whose id is
+    in ``column`` (``user_id`` or ``campaign_worker_id``) validated it already."""
+
+    def build(pk, actor_id):
+        validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
+        return (
+            Example.objects.select_for_update(of=("self",))
+            .select_related("config_version", "context")
+            .annotate(validated_by_actor=Exists(validated))
+            .filter(pk=pk)
+            .order_by()[:1]
+        )
+
+    return PrecompiledQuery(build, pk=int, actor_id=int)
+
+
+def _count_validation(label: str) -> PrecompiledUpdate:
+    """One more validation with ``label`` on the example (its counters, one UPDATE)."""
+    counters = ["validation_count", LABEL_COUNTER[label]]
+    if label == ValidationLabel.FLAGGED:
+        counters.append("flag_count")
+    return PrecompiledUpdate(
+        lambda pk: (Example.objects.filter(pk=pk), {name: F(name) + 1 for name in counters}),
+        pk=int,
+    )
+
+
+# The statements of every validation, compiled once per process: building them through the
+# ORM on each verdict cost more than running them.
+_LOCKED_FOR_VALIDATION = {
+    column: _locked_for_validation(column) for column in ("user_id", "campaign_worker_id")
+}
+_COUNT_VALIDATION = {label: _count_validation(label) for label in LABEL_COUNTER}
+
+
 def _check_validate_metadata(example: Example, label: str, metadata: Mapping) -> dict:
     config = example.config_version.parsed
     fields = config.validate_metadata_fields(label)
@@ -526,9 +561,10 @@ def validation_submit(
     # Whether this actor gave a verdict already, read with the lock: every path that inserts a
     # Validation locks the example first, so the answer holds until the insert (no savepoint).
     column, actor_id = actor.id_column()
-    validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
     with transaction.atomic():
-        example = _locked(example_id, "context", validated_by_actor=Exists(validated))
+        example = _LOCKED_FOR_VALIDATION[column].first(pk=example_id, actor_id=actor_id)
+        if example is None:
+            raise NotFound("no such example")
         if task is not None and example.task_id != task.pk:
             raise NotFound("no such example")
         if task is None:
@@ -552,10 +588,7 @@ def validation_submit(
             **actor.create_kwargs(),
         )
         counter = LABEL_COUNTER[label]
-        updates = {"validation_count": F("validation_count") + 1, counter: F(counter) + 1}
-        if label == ValidationLabel.FLAGGED:
-            updates["flag_count"] = F("flag_count") + 1
-        Example.objects.filter(pk=example.pk).update(**updates)
+        _COUNT_VALIDATION[label].run(pk=example.pk)
         # The row is locked: the new values are the old ones plus one.
         example.validation_count += 1
         setattr(example, counter, getattr(example, counter) + 1)

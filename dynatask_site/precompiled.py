@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.transaction import TransactionManagementError
 from django.db.models import QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql import UpdateQuery
@@ -53,6 +54,8 @@ class _Plan:
     init_list: tuple[str, ...]
     populators: tuple[Any, ...]
     annotations: tuple[tuple[str, int], ...]
+    # SELECT ... FOR UPDATE: runs only inside a transaction, as the ORM's does.
+    for_update: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,10 @@ class PrecompiledQuery(_Precompiled):
             return []
         plan = self._plan(using)
         connection = connections[using]
+        if plan.for_update and connection.get_autocommit():
+            raise TransactionManagementError(
+                "select_for_update cannot be used outside of a transaction."
+            )
         with connection.cursor() as cursor:
             cursor.execute(plan.sql, _params(plan.slots, clean))
             rows = cursor.fetchall()
@@ -291,8 +298,7 @@ def _compile_query(queryset: QuerySet, placeholders, parameters, using: str) -> 
     if queryset._iterable_class.__name__ != "ModelIterable":
         raise TypeError("only querysets of model instances are supported")
     query = queryset.query
-    if query.select_for_update:
-        raise TypeError("select_for_update is not supported")
+    # A locking query compiles only inside a transaction (Django refuses it otherwise).
     compiler = query.get_compiler(using=using)
     sql, params = compiler.as_sql()
     slots = _slots(sql, params, placeholders, parameters)
@@ -313,6 +319,7 @@ def _compile_query(queryset: QuerySet, placeholders, parameters, using: str) -> 
         init_list=tuple(column[0].target.attname for column in select[start:end]),
         populators=tuple(get_related_populators(klass_info, select, using)),
         annotations=tuple(compiler.annotation_col_map.items()),
+        for_update=query.select_for_update,
     )
 
 

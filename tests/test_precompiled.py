@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection, transaction
 from django.db.models import F, IntegerField, Max, Min, Prefetch, Value
+from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Example
 from annotation.selectors import _TASK_WITH_OWNERSHIP
@@ -120,14 +123,36 @@ def test_parameters_must_reach_the_sql_unchanged():
     [
         lambda pk: Task.objects.filter(pk=pk).prefetch_related(Prefetch("owners")),
         lambda pk: Task.objects.filter(pk=pk).values("code"),
-        lambda pk: Task.objects.filter(pk=pk).select_for_update(),
     ],
-    ids=["prefetch", "values", "for-update"],
+    ids=["prefetch", "values"],
 )
 def test_unsupported_shapes_are_refused(build):
     task = TaskFactory()
     with pytest.raises(TypeError):
         PrecompiledQuery(build, pk=int).fetch(pk=task.pk)
+
+
+LOCKED = PrecompiledQuery(
+    lambda pk: Example.objects.select_for_update(of=("self",))
+    .select_related("config_version")
+    .filter(pk=pk)
+    .order_by()[:1],
+    pk=int,
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_locking_query_runs_only_inside_a_transaction():
+    example = ExampleFactory()
+    with pytest.raises(TransactionManagementError):  # refused before it is compiled
+        LOCKED.first(pk=example.pk)
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        locked = LOCKED.first(pk=example.pk)
+    assert locked.pk == example.pk and locked.config_version.pk == example.config_version_id
+    if connection.features.has_select_for_update:
+        assert "FOR UPDATE" in queries[-1]["sql"]
+    with pytest.raises(TransactionManagementError):  # and after, from the compiled plan
+        LOCKED.first(pk=example.pk)
 
 
 def _bounds_by_tag(round_id, tag):
