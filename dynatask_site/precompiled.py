@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.transaction import TransactionManagementError
 from django.db.models import QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql import UpdateQuery
+from django.db.transaction import TransactionManagementError
 
 # Placeholder values: integers near the top of every integer column's range (Django compiles
 # an out-of-range value to "no rows", without its parameter), strings with control characters
