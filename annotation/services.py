@@ -235,19 +235,34 @@ MODEL_ANSWER_FIELDS = (
 )
 
 
+@functools.cache
+def _locking_read(related: tuple[str, ...], validated_by: str | None = None) -> PrecompiledQuery:
+    """The example, locked, with ``config_version`` and ``related`` in the one statement, and
+    with ``validated_by``, whether the actor whose id is in that column (``user_id`` or
+    ``campaign_worker_id``, the parameter ``actor_id``) validated it already. Compiled once
+    per shape: building it through the ORM cost more than running it."""
+
+    def build(pk, actor_id=None):
+        # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
+        queryset = Example.objects.select_for_update(of=("self",)).select_related(
+            "config_version", *related
+        )
+        if validated_by is not None:
+            validated = Validation.objects.filter(
+                example_id=OuterRef("pk"), **{validated_by: actor_id}
+            )
+            queryset = queryset.annotate(validated_by_actor=Exists(validated))
+        return queryset.filter(pk=pk).order_by()[:1]
+
+    if validated_by is None:
+        return PrecompiledQuery(build, pk=int)
+    return PrecompiledQuery(build, pk=int, actor_id=int)
+
+
 def _locked(example_id: int, *related: str) -> Example:
     """Lock and return the example (with ``config_version`` and ``related`` in the one
     statement), or NotFound."""
-    # No ORDER BY (``.first()`` would add one): a lookup by primary key needs none.
-    example = next(
-        iter(
-            Example.objects.select_for_update(of=("self",))
-            .select_related("config_version", *related)
-            .filter(pk=example_id)
-            .order_by()[:1]
-        ),
-        None,
-    )
+    example = _locking_read(related).first(pk=example_id)
     if example is None:
         raise NotFound("no such example")
     return example
@@ -474,23 +489,6 @@ LABEL_COUNTER = {
 }
 
 
-def _locked_for_validation(column: str) -> PrecompiledQuery:
-    """The example, locked, with its config and context, and whether the actor whose id is
-    in ``column`` (``user_id`` or ``campaign_worker_id``) validated it already."""
-
-    def build(pk, actor_id):
-        validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
-        return (
-            Example.objects.select_for_update(of=("self",))
-            .select_related("config_version", "context")
-            .annotate(validated_by_actor=Exists(validated))
-            .filter(pk=pk)
-            .order_by()[:1]
-        )
-
-    return PrecompiledQuery(build, pk=int, actor_id=int)
-
-
 def _count_validation(label: str) -> PrecompiledUpdate:
     """One more validation with ``label`` on the example (its counters, one UPDATE)."""
     counters = ["validation_count", LABEL_COUNTER[label]]
@@ -502,11 +500,7 @@ def _count_validation(label: str) -> PrecompiledUpdate:
     )
 
 
-# The statements of every validation, compiled once per process: building them through the
-# ORM on each verdict cost more than running them.
-_LOCKED_FOR_VALIDATION = {
-    column: _locked_for_validation(column) for column in ("user_id", "campaign_worker_id")
-}
+# The counters' UPDATE of every validation, compiled once per process (as its locking read).
 _COUNT_VALIDATION = {label: _count_validation(label) for label in LABEL_COUNTER}
 
 
@@ -562,7 +556,8 @@ def validation_submit(
     # Validation locks the example first, so the answer holds until the insert (no savepoint).
     column, actor_id = actor.id_column()
     with transaction.atomic():
-        example = _LOCKED_FOR_VALIDATION[column].first(pk=example_id, actor_id=actor_id)
+        locking_read = _locking_read(("context",), validated_by=column)
+        example = locking_read.first(pk=example_id, actor_id=actor_id)
         if example is None:
             raise NotFound("no such example")
         if task is not None and example.task_id != task.pk:
