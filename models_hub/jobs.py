@@ -266,7 +266,8 @@ class LiveWorker(SimpleWorker):
         if timeout is None and last is not None and time.monotonic() - last < every:
             return
         super().heartbeat(timeout, pipeline)
-        # A heartbeat with a longer TTL of its own (a job's) also keeps the key alive.
+        # A heartbeat with a TTL of its own (a job's: its timeout plus 60 s) also keeps the
+        # key alive for far longer than HEARTBEAT_EVERY.
         self._last_heartbeat = time.monotonic()
 
     def set_state(self, state: str, pipeline=None):
