@@ -259,10 +259,17 @@ def _locking_read(related: tuple[str, ...], validated_by: str | None = None) -> 
     return PrecompiledQuery(build, pk=int, actor_id=int)
 
 
-def _locked(example_id: int, *related: str) -> Example:
+def _locked(
+    example_id: int, *related: str, validated_by: str | None = None, actor_id: int | None = None
+) -> Example:
     """Lock and return the example (with ``config_version`` and ``related`` in the one
-    statement), or NotFound."""
-    example = _locking_read(related).first(pk=example_id)
+    statement, and ``validated_by_actor`` when ``validated_by`` names the actor's column and
+    ``actor_id`` its id: see ``_locking_read``), or NotFound."""
+    read = _locking_read(related, validated_by)
+    if validated_by is None:
+        example = read.first(pk=example_id)
+    else:
+        example = read.first(pk=example_id, actor_id=actor_id)
     if example is None:
         raise NotFound("no such example")
     return example
@@ -556,10 +563,7 @@ def validation_submit(
     # Validation locks the example first, so the answer holds until the insert (no savepoint).
     column, actor_id = actor.id_column()
     with transaction.atomic():
-        locking_read = _locking_read(("context",), validated_by=column)
-        example = locking_read.first(pk=example_id, actor_id=actor_id)
-        if example is None:
-            raise NotFound("no such example")
+        example = _locked(example_id, "context", validated_by=column, actor_id=actor_id)
         if task is not None and example.task_id != task.pk:
             raise NotFound("no such example")
         if task is None:

@@ -112,6 +112,22 @@ class _Precompiled:
     def _compile(self, built, placeholders: dict[str, int | str], using: str):
         raise NotImplementedError
 
+    def _check(self, plan, connection) -> None:
+        """Refuse to run ``plan`` on ``connection`` in its present state (by default, never)."""
+
+    def _run(self, using: str, values: dict[str, Any]):
+        """Run the statement for ``values``; return (plan, connection, rows), or None when a
+        value is not of its parameter's type (it can match nothing: no query)."""
+        clean = self._values(values)
+        if clean is None:
+            return None
+        plan = self._plan(using)
+        connection = connections[using]
+        self._check(plan, connection)
+        with connection.cursor() as cursor:
+            cursor.execute(plan.sql, _params(plan.slots, clean))
+            return plan, connection, cursor.fetchall()
+
 
 class PrecompiledQuery(_Precompiled):
     """A queryset shape, compiled once per database; ``fetch`` and ``first`` run it.
@@ -130,18 +146,10 @@ class PrecompiledQuery(_Precompiled):
 
     def fetch(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> list:
         """Return the queryset's model instances for ``values``."""
-        clean = self._values(values)
-        if clean is None:
+        ran = self._run(using, values)
+        if ran is None:
             return []
-        plan = self._plan(using)
-        connection = connections[using]
-        if plan.for_update and connection.get_autocommit():
-            raise TransactionManagementError(
-                "select_for_update cannot be used outside of a transaction."
-            )
-        with connection.cursor() as cursor:
-            cursor.execute(plan.sql, _params(plan.slots, clean))
-            rows = cursor.fetchall()
+        plan, connection, rows = ran
         return [_instance(plan, row, connection, using) for row in rows]
 
     def first(self, using: str = DEFAULT_DB_ALIAS, **values: Any):
@@ -151,6 +159,12 @@ class PrecompiledQuery(_Precompiled):
 
     def _compile(self, built, placeholders, using) -> _Plan:
         return _compile_query(built, placeholders, self._parameters, using)
+
+    def _check(self, plan, connection) -> None:
+        if plan.for_update and connection.get_autocommit():
+            raise TransactionManagementError(
+                "select_for_update cannot be used outside of a transaction."
+            )
 
 
 class PrecompiledRows(_Precompiled):
@@ -163,14 +177,10 @@ class PrecompiledRows(_Precompiled):
     """
 
     def rows(self, using: str = DEFAULT_DB_ALIAS, **values: Any) -> list[tuple]:
-        clean = self._values(values)
-        if clean is None:
+        ran = self._run(using, values)
+        if ran is None:
             return []
-        plan = self._plan(using)
-        connection = connections[using]
-        with connection.cursor() as cursor:
-            cursor.execute(plan.sql, _params(plan.slots, clean))
-            rows = cursor.fetchall()
+        plan, connection, rows = ran
         if not plan.converters:
             return [tuple(row) for row in rows]
         return [_converted(plan.converters, row, connection) for row in rows]
