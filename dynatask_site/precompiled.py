@@ -12,17 +12,20 @@ related populators).
 Only exact-match parameters are supported (``pk=``, ``code=``, ``round_id=``): their values go
 to the database unchanged, so each one fills the place of its placeholder. A parameter whose
 placeholder does not come through unchanged is refused when the query is first compiled, which
-the tests of each caller exercise.
+the tests of each caller exercise. The queryset's own constants that are words or integers (a
+state, a kind) are written into the SQL as literals, so that PostgreSQL's generic plan of the
+prepared statement sees them (``_inline_constants``); ``explain`` shows that plan.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, NotSupportedError, connections
 from django.db.models import QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql import UpdateQuery
@@ -33,6 +36,8 @@ from django.db.transaction import TransactionManagementError
 # that no code, slug or name holds. They are only compiled, never sent to the database.
 _INT_PLACEHOLDER_BASE = 2_147_483_000
 _KINDS = (int, str)
+# A parameter's place in Django's SQL, or an escaped percent sign.
+_PARAMETER = re.compile(r"%%|%s")
 
 
 def _placeholder(kind: type, position: int) -> int | str:
@@ -115,6 +120,42 @@ class _Precompiled:
     def _check(self, plan, connection) -> None:
         """Refuse to run ``plan`` on ``connection`` in its present state (by default, never)."""
 
+    def explain(self, using: str = DEFAULT_DB_ALIAS, *, generic: bool = False, **values: Any):
+        """Return PostgreSQL's plan of the statement for ``values``, as ``QuerySet.explain``.
+
+        ``generic``: the generic plan, made without the values, which a prepared statement
+        (``server_side_binding``) may keep for every later call.
+        """
+        connection = connections[using]
+        if connection.vendor != "postgresql":
+            raise NotSupportedError("explain() reads PostgreSQL's plans only")
+        clean = self._values(values)
+        if clean is None:
+            raise ValueError(f"the values {values!r} are not of the types {self._parameters}")
+        plan = self._plan(using)
+        params = _params(plan.slots, clean)
+        with connection.cursor() as cursor:
+            if not generic:
+                cursor.execute(f"EXPLAIN {plan.sql}", params)
+                return "\n".join(row[0] for row in cursor.fetchall())
+            numbered = iter(range(1, len(params) + 1))
+            prepared = _PARAMETER.sub(
+                lambda match: "%" if match.group() == "%%" else f"${next(numbered)}", plan.sql
+            )
+            arguments = ", ".join(["%s"] * len(params))
+            cursor.execute("SET plan_cache_mode = force_generic_plan")
+            cursor.execute(f"PREPARE precompiled_explain AS {prepared}")
+            try:
+                cursor.execute(
+                    connection.ops.compose_sql(
+                        f"EXPLAIN EXECUTE precompiled_explain({arguments})", params
+                    )
+                )
+                return "\n".join(row[0] for row in cursor.fetchall())
+            finally:
+                cursor.execute("DEALLOCATE precompiled_explain")
+                cursor.execute("RESET plan_cache_mode")
+
     def _run(self, using: str, values: dict[str, Any]):
         """Run the statement for ``values``; return (plan, connection, rows), or None when a
         value is not of its parameter's type (it can match nothing: no query)."""
@@ -195,9 +236,10 @@ class PrecompiledRows(_Precompiled):
         compiler = built.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
         fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        sql, slots = _inline_constants(sql, _slots(sql, params, placeholders, self._parameters))
         return _RowsPlan(
             sql=sql,
-            slots=_slots(sql, params, placeholders, self._parameters),
+            slots=slots,
             converters=_converter_plan(compiler.get_converters(fields)),
         )
 
@@ -242,7 +284,8 @@ class PrecompiledUpdate(_Precompiled):
         sql, params = query.get_compiler(using).as_sql()
         if not sql:
             raise TypeError("nothing to update")
-        return _UpdatePlan(sql=sql, slots=_slots(sql, params, placeholders, self._parameters))
+        sql, slots = _inline_constants(sql, _slots(sql, params, placeholders, self._parameters))
+        return _UpdatePlan(sql=sql, slots=slots)
 
 
 # The widest integer column (bigint): a value outside cannot match and some databases
@@ -302,6 +345,52 @@ def _slots(sql: str, params, placeholders: dict[str, int | str], parameters) -> 
     return tuple(slots)
 
 
+# A constant written into the SQL as a literal: a word (states, kinds, codes) needs no
+# quoting beyond its two quotes and holds no percent sign.
+_WORD = re.compile(r"[A-Za-z0-9_.:-]*\Z")
+
+
+def _literal(value: Any) -> str | None:
+    """Return ``value`` as an SQL literal if it is a plain word or an integer, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(int(value)) if value >= 0 else f"({int(value)})"
+    if isinstance(value, str) and _WORD.match(value):
+        return f"'{value}'"
+    return None
+
+
+def _inline_constants(sql: str, slots: tuple) -> tuple[str, tuple]:
+    """Write the constant parameters that are words or integers into ``sql`` as literals.
+
+    A prepared statement's generic plan is made without its parameters' values: a state
+    passed as a parameter (``validation_state = $4``) cannot prove the condition of a partial
+    index (``WHERE validation_state = 'pending'``), nor be looked up in the column's
+    statistics. Written as a literal it can. The call parameters stay parameters.
+    """
+    pieces: list[str] = []
+    kept = []
+    position = 0
+    start = 0
+    for match in _PARAMETER.finditer(sql):
+        if match.group() == "%%":
+            continue
+        slot = slots[position]
+        position += 1
+        literal = _literal(slot[1]) if slot[0] is None else None
+        if literal is None:
+            kept.append(slot)
+            continue
+        pieces.append(sql[start : match.start()])
+        pieces.append(literal)
+        start = match.end()
+    if position != len(slots):
+        raise TypeError("the SQL does not have one placeholder per parameter")
+    pieces.append(sql[start:])
+    return "".join(pieces), tuple(kept)
+
+
 def _compile_query(queryset: QuerySet, placeholders, parameters, using: str) -> _Plan:
     if queryset._prefetch_related_lookups or queryset._known_related_objects:
         raise TypeError("prefetch_related and related managers are not supported")
@@ -311,7 +400,7 @@ def _compile_query(queryset: QuerySet, placeholders, parameters, using: str) -> 
     # A locking query compiles only inside a transaction (Django refuses it otherwise).
     compiler = query.get_compiler(using=using)
     sql, params = compiler.as_sql()
-    slots = _slots(sql, params, placeholders, parameters)
+    sql, slots = _inline_constants(sql, _slots(sql, params, placeholders, parameters))
 
     select = compiler.select
     klass_info = compiler.klass_info

@@ -10,7 +10,12 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Example
 from annotation.selectors import _TASK_WITH_OWNERSHIP
-from dynatask_site.precompiled import PrecompiledQuery, PrecompiledRows, PrecompiledUpdate
+from dynatask_site.precompiled import (
+    PrecompiledQuery,
+    PrecompiledRows,
+    PrecompiledUpdate,
+    _literal,
+)
 from tasks.models import Context, Task
 from tests.factories import (
     ContextFactory,
@@ -116,6 +121,72 @@ def test_parameters_must_reach_the_sql_unchanged():
         EXAMPLE.fetch(id=1)
     with pytest.raises(TypeError, match="only int and str"):
         PrecompiledQuery(lambda when: Task.objects.filter(created_at=when), when=float)
+
+
+def test_word_and_integer_constants_are_literals_and_the_rest_stay_parameters():
+    """A generic plan (made without the parameters' values) can then match a partial index's
+    condition and read the constants' statistics. Only words and integers are written in."""
+    task = TaskFactory()
+    hostile = "it's 100% -- not a word"
+    wanted = [
+        ExampleFactory(task=task, goal_label=hostile, time_spent_ms=0),
+        ExampleFactory(task=task, goal_label="pos-1.0:x", time_spent_ms=3),
+    ]
+    ExampleFactory(task=task, goal_label="other", time_spent_ms=0)
+    ExampleFactory(goal_label=hostile, time_spent_ms=0)  # another task
+
+    def build(task_id):
+        return Example.objects.filter(
+            task_id=task_id,
+            validation_state="pending",
+            goal_label__in=[hostile, "pos-1.0:x"],
+            validation_count__gte=0,
+        ).order_by("id")
+
+    query = PrecompiledQuery(build, task_id=int)
+    assert [example.pk for example in query.fetch(task_id=task.pk)] == [
+        example.pk for example in wanted
+    ]
+    assert [example.pk for example in build(task.pk)] == [example.pk for example in wanted]
+    plan = query._plan("default")
+    assert "= 'pending'" in plan.sql and "'pos-1.0:x')" in plan.sql and ">= 0" in plan.sql
+    assert hostile not in plan.sql
+    # Left as parameters: the call's task_id and the string that is not a word.
+    assert plan.sql.count("%s") == len(plan.slots) == 2
+    assert sorted(plan.slots, key=str) == sorted([("task_id", None), (None, hostile)], key=str)
+
+
+@pytest.mark.parametrize(
+    ("value", "literal"),
+    [
+        ("pending", "'pending'"),
+        ("", "''"),
+        (7, "7"),
+        (-5, "(-5)"),  # never "--5", a comment
+        ("it's", None),
+        ("100%", None),
+        ("two words", None),
+        (True, None),
+        (1.5, None),
+        (None, None),
+    ],
+)
+def test_only_words_and_integers_become_literals(value, literal):
+    assert _literal(value) == literal
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="reads PostgreSQL's plans")
+def test_explain_reads_the_plans_and_leaves_the_session_as_it_was():
+    example = ExampleFactory()
+    assert "annotation_example" in EXAMPLE.explain(pk=example.pk)
+    generic = EXAMPLE.explain(generic=True, pk=example.pk)
+    assert "$1" in generic  # made without the value
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "auto"
+    assert EXAMPLE.first(pk=example.pk).pk == example.pk
+    with pytest.raises(ValueError, match="not of the types"):
+        EXAMPLE.explain(pk="1 OR 1=1")
 
 
 @pytest.mark.parametrize(

@@ -141,6 +141,25 @@ def test_queue_query_uses_the_partial_index(setup, people):
     assert "Anti Join" in plan or "NOT" in plan.upper()
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="checks PostgreSQL's generic plan")
+@pytest.mark.parametrize("verdict", ["fooled", "not_fooled"])
+def test_the_prepared_queue_query_walks_the_partial_index_without_statistics(
+    setup, people, verdict
+):
+    """The plan that a prepared statement keeps after a few calls is the generic plan, made
+    without the parameters' values. On a table never analysed (a new database, as in the load
+    test) it scanned every example of the task and sorted them, slower with every example
+    (4 ms a call after 40 s of load): the states in the partial index's condition were
+    parameters, so the plan could not use the index. (``model_wrong IS NULL``, the third
+    queue, has only a default selectivity without statistics: its plan is left to them.)"""
+    task, context = setup
+    make_example(task, context, people["writer"], model_wrong=True)
+    query = selectors._NEXT_TO_VALIDATE[verdict, "user_id"]
+    plan = query.explain(generic=True, task_id=task.pk, actor_id=people["a"].pk)
+    assert "example_validation_queue" in plan, plan
+    assert "Sort" not in plan, plan
+
+
 # -- settling and counters ----------
 def round_stats(task):
     return RoundStats.objects.get(round__task=task)
