@@ -406,6 +406,20 @@ def count_examples(database_url: str, task_id: int) -> dict[str, int]:
     return {status: count for status, count in rows}
 
 
+def count_validations(database_url: str, task_id: int) -> int:
+    """Validations stored for the task's examples (a POST on an example that others settled
+    meanwhile is turned away and stores none)."""
+    import psycopg
+
+    with psycopg.connect(harness._conninfo(database_url)) as connection:
+        (count,) = connection.execute(
+            "SELECT count(*) FROM annotation_validation v "
+            "JOIN annotation_example e ON e.id = v.example_id WHERE e.task_id = %s",
+            (task_id,),
+        ).fetchone()
+    return count
+
+
 def _per_submission(cpu_seconds: dict[str, float], report: dict) -> dict | None:
     """CPU milliseconds per acknowledged create POST, in all and by process group."""
     submissions = report["endpoints"].get("create POST", {}).get("count", 0)
@@ -572,6 +586,7 @@ def main() -> int:
                 # once on a fresh connection after the server closed an idle one.
                 "client_connections": sum(w.client.connections_opened for w in workers),
                 "client_get_retries": sum(w.client.get_retries for w in workers),
+                "validations_stored": count_validations(database.url, seeded["task_id"]),
                 "acknowledged_examples": len(stats.acknowledged),
                 "db_examples": db_rows,
                 "db_examples_by_status": rows,
@@ -644,7 +659,10 @@ def print_summary(report: dict) -> None:
         f"acknowledged {report['acknowledged_examples']} examples, "
         f"{report['db_examples']} rows in the DB {report['db_examples_by_status']}"
     )
-    print(f"verdicts seen {report['verdicts_seen']}; validations {report['validations']}")
+    print(
+        f"verdicts seen {report['verdicts_seen']}; validations {report['validations']} sent, "
+        f"{report['validations_stored']} stored"
+    )
     for name, met in report["targets"].items():
         print(f"{'PASS' if met else 'FAIL'} {name}")
 

@@ -104,6 +104,35 @@ def test_least_validated_first_and_fooling_first(setup, people):
     assert not_fooling.pk not in order
 
 
+def test_validators_who_come_at_once_are_spread_over_the_least_validated(setup, people):
+    """Every validator used to be offered the first example of the queue: those who opened
+    the page at about the same time met on it, and once it settled the rest were turned
+    away (64% of the validations sent in the load test). Each now gets one at random among
+    the least validated of the first ``VALIDATION_SPREAD``."""
+    task, context = setup
+    spread = selectors.VALIDATION_SPREAD
+    examples = [
+        make_example(task, context, people["writer"], model_wrong=True) for _ in range(spread + 8)
+    ]
+    window = {example.pk for example in examples[:spread]}
+    offered = [
+        selectors.example_next_to_validate(task, Actor(user=UserFactory())).pk for _ in range(20)
+    ]
+    assert set(offered) <= window  # never past the first VALIDATION_SPREAD
+    # 20 draws among 32 give about 15 different examples; 7 or fewer: p = 1.5e-7.
+    assert len(set(offered)) >= 8
+
+
+def test_the_spread_still_offers_the_least_validated_first(setup, people):
+    task, context = setup
+    examples = [make_example(task, context, people["writer"], model_wrong=True) for _ in range(6)]
+    for example in examples[:4]:
+        validate(example, people["b"], "correct")
+    least = {example.pk for example in examples[4:]}
+    for _ in range(20):
+        assert selectors.example_next_to_validate(task, Actor(user=people["a"])).pk in least
+
+
 def test_validate_non_fooling_orders_by_validation_count_only(setup, people):
     task, context = setup
     task.validate_non_fooling = True
@@ -148,7 +177,7 @@ def test_the_prepared_queue_query_walks_the_partial_index_without_statistics(
 ):
     """The plan that a prepared statement keeps after a few calls is the generic plan, made
     without the parameters' values. On a table never analysed (a new database, as in the load
-    test) it scanned every example of the task and sorted them, slower with every example
+    test) it scanned every example of the task and sorted them all, slower with every example
     (4 ms a call after 40 s of load): the states in the partial index's condition were
     parameters, so the plan could not use the index. (``model_wrong IS NULL``, the third
     queue, has only a default selectivity without statistics: its plan is left to them.)"""
@@ -156,8 +185,11 @@ def test_the_prepared_queue_query_walks_the_partial_index_without_statistics(
     make_example(task, context, people["writer"], model_wrong=True)
     query = selectors._NEXT_TO_VALIDATE[verdict, "user_id"]
     plan = query.explain(generic=True, task_id=task.pk, actor_id=people["a"].pk)
-    assert "example_validation_queue" in plan, plan
-    assert "Sort" not in plan, plan
+    assert "Index Scan using example_validation_queue" in plan, plan
+    # No other way to the task's examples (then a sort of all of them).
+    for other in ("Seq Scan on annotation_example", "Bitmap Heap Scan on annotation_example"):
+        assert other not in plan, plan
+    assert "example_task_keyset" not in plan, plan
 
 
 # -- settling and counters ----------
