@@ -33,9 +33,10 @@ timeout; must be 0), and the acknowledged examples (a 200 answer naming the exam
 against the rows in the database (must be equal), the validations sent against those stored
 (one on an example that others settled meanwhile is turned away), and the CPU time of each
 group of processes in the measured minute, also per submission (``cpu_ms_per_submission``:
-the figure to compare between runs, as the machine's speed moves). Targets: at least 120 example submissions/s
-with the live model answering, at a p95 of at most 250 ms. Every loop is bounded by the
-deadline and a request timeout; the script stops its processes and drops its database.
+the figure to compare between runs, as the machine's speed moves). Targets: at least 120
+example submissions/s with the live model answering, at a p95 of at most 250 ms. Every loop is
+bounded by the deadline and a request timeout; the script stops its processes and drops its
+database.
 """
 
 from __future__ import annotations
