@@ -142,18 +142,16 @@ class _Precompiled:
             prepared = _PARAMETER.sub(
                 lambda match: "%" if match.group() == "%%" else f"${next(numbered)}", plan.sql
             )
-            arguments = ", ".join(["%s"] * len(params))
+            execute = f"EXPLAIN EXECUTE precompiled_explain({', '.join(['%s'] * len(params))})"
             cursor.execute("SET plan_cache_mode = force_generic_plan")
-            cursor.execute(f"PREPARE precompiled_explain AS {prepared}")
             try:
-                cursor.execute(
-                    connection.ops.compose_sql(
-                        f"EXPLAIN EXECUTE precompiled_explain({arguments})", params
-                    )
-                )
-                return "\n".join(row[0] for row in cursor.fetchall())
+                cursor.execute(f"PREPARE precompiled_explain AS {prepared}")
+                try:
+                    cursor.execute(connection.ops.compose_sql(execute, params))
+                    return "\n".join(row[0] for row in cursor.fetchall())
+                finally:
+                    cursor.execute("DEALLOCATE precompiled_explain")
             finally:
-                cursor.execute("DEALLOCATE precompiled_explain")
                 cursor.execute("RESET plan_cache_mode")
 
     def _run(self, using: str, values: dict[str, Any]):
@@ -376,6 +374,8 @@ def _inline_constants(sql: str, slots: tuple) -> tuple[str, tuple]:
     for match in _PARAMETER.finditer(sql):
         if match.group() == "%%":
             continue
+        if position == len(slots):
+            raise TypeError("the SQL has more placeholders than parameters")
         slot = slots[position]
         position += 1
         literal = _literal(slot[1]) if slot[0] is None else None
@@ -386,7 +386,7 @@ def _inline_constants(sql: str, slots: tuple) -> tuple[str, tuple]:
         pieces.append(literal)
         start = match.end()
     if position != len(slots):
-        raise TypeError("the SQL does not have one placeholder per parameter")
+        raise TypeError("the SQL has fewer placeholders than parameters")
     pieces.append(sql[start:])
     return "".join(pieces), tuple(kept)
 

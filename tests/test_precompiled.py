@@ -14,6 +14,7 @@ from dynatask_site.precompiled import (
     PrecompiledQuery,
     PrecompiledRows,
     PrecompiledUpdate,
+    _inline_constants,
     _literal,
 )
 from tasks.models import Context, Task
@@ -173,6 +174,18 @@ def test_word_and_integer_constants_are_literals_and_the_rest_stay_parameters():
 )
 def test_only_words_and_integers_become_literals(value, literal):
     assert _literal(value) == literal
+
+
+def test_inlining_skips_escaped_percent_signs_and_counts_the_placeholders():
+    sql = "SELECT 1 WHERE a LIKE '%%x' AND b = %s AND c = %s"
+    assert _inline_constants(sql, ((None, "x"), ("pk", None))) == (
+        "SELECT 1 WHERE a LIKE '%%x' AND b = 'x' AND c = %s",
+        (("pk", None),),
+    )
+    with pytest.raises(TypeError, match="more placeholders"):
+        _inline_constants(sql, ((None, "x"),))
+    with pytest.raises(TypeError, match="fewer placeholders"):
+        _inline_constants(sql, ((None, "x"), ("pk", None), (None, 3)))
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="reads PostgreSQL's plans")
