@@ -1,4 +1,5 @@
-"""WSGI entry point."""
+"""WSGI entry point: the application, warmed up and with its loaded objects frozen for the
+garbage collector (``dynatask_site.warmup``)."""
 
 import os
 
@@ -6,3 +7,7 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dynatask_site.settings.dev")
 application = get_wsgi_application()
+
+from dynatask_site.warmup import freeze_after_startup  # noqa: E402 - needs the app loaded
+
+freeze_after_startup()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ from rq.cron import CronScheduler
 from rq.job import Job, JobStatus
 from rq.worker import SimpleWorker
 
+from dynatask_site.warmup import freeze_after_startup
 from models_hub import selectors, services
 from models_hub.client import EndpointSpec, predict
 from models_hub.errors import ModelCallError, ModelConfigurationError
@@ -259,6 +261,15 @@ class LiveWorker(SimpleWorker):
 
     _last_heartbeat: float | None = None
     _last_suspension_check: float | None = None
+
+    def work(self, *args, **kwargs):
+        """Work as RQ's worker; a long-running one (not in burst mode, in the main thread of
+        its process: ``manage.py rqworker live``) freezes its loaded objects first, so that
+        the garbage collector's full collections stop walking them between jobs."""
+        burst = kwargs.get("burst", args[0] if args else False)
+        if not burst and threading.current_thread() is threading.main_thread():
+            freeze_after_startup(templates=())
+        return super().work(*args, **kwargs)
 
     def heartbeat(self, timeout: int | None = None, pipeline=None):
         last = self._last_heartbeat
