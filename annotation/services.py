@@ -496,11 +496,15 @@ LABEL_COUNTER = {
 }
 
 
+def _counters_of(label: str) -> tuple[str, ...]:
+    """The example's counters that one more validation with ``label`` moves by one."""
+    counters = ("validation_count", LABEL_COUNTER[label])
+    return (*counters, "flag_count") if label == ValidationLabel.FLAGGED else counters
+
+
 def _count_validation(label: str) -> PrecompiledUpdate:
     """One more validation with ``label`` on the example (its counters, one UPDATE)."""
-    counters = ["validation_count", LABEL_COUNTER[label]]
-    if label == ValidationLabel.FLAGGED:
-        counters.append("flag_count")
+    counters = _counters_of(label)
     return PrecompiledUpdate(
         lambda pk: (Example.objects.filter(pk=pk), {name: F(name) + 1 for name in counters}),
         pk=int,
@@ -589,10 +593,8 @@ def validation_submit(
         counter = LABEL_COUNTER[label]
         _COUNT_VALIDATION[label].run(pk=example.pk)
         # The row is locked: the new values are the old ones plus one.
-        example.validation_count += 1
-        setattr(example, counter, getattr(example, counter) + 1)
-        if label == ValidationLabel.FLAGGED:
-            example.flag_count += 1
+        for name in _counters_of(label):
+            setattr(example, name, getattr(example, name) + 1)
         stats.stats_validation_created(validation)
         if owner_verdict:
             _settle(example, label, by_owner=True)
