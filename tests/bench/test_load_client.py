@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from bench.load import Client
+from bench.load import Arrivals, Client, Stats, pacing_report
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -118,3 +118,56 @@ def test_a_post_on_a_closed_connection_is_never_sent_twice(server):
     # The client is usable again: the next call opens a new connection.
     assert client.request("POST", "/create", 5.0, data={"statement": "again"}).status_code == 302
     assert client.connections_opened == 2
+
+
+def test_paced_arrivals_are_due_on_schedule_until_the_deadline():
+    arrivals = Arrivals(rate=3)
+    arrivals.start, arrivals.deadline = 100.0, 102.0
+    taken = []
+    while (arrival := arrivals.take()) is not None:
+        taken.append(arrival)
+    assert [index for index, _ in taken] == list(range(6))
+    assert [round(due, 6) for _, due in taken] == [
+        100.0,
+        100.333333,
+        100.666667,
+        101.0,
+        101.333333,
+        101.666667,
+    ]
+    assert arrivals.due_before_deadline() == 6
+    assert arrivals.take() is None  # over for good
+
+
+def test_each_paced_arrival_goes_to_one_worker_only():
+    arrivals = Arrivals(rate=1000)
+    arrivals.start, arrivals.deadline = 0.0, 2.0
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def worker():
+        while (arrival := arrivals.take()) is not None:
+            with lock:
+                seen.append(arrival[0])
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(seen) == list(range(2000)) == list(range(arrivals.due_before_deadline()))
+
+
+def test_the_pacing_report_counts_missed_arrivals_and_latency_from_arrival():
+    arrivals = Arrivals(rate=10)
+    arrivals.start, arrivals.deadline = 0.0, 1.0
+    stats = Stats()
+    for late_ms in (0.0, 5.0, 40.0):
+        arrivals.late(late_ms / 1000)
+    stats.from_arrival.extend([20.0, 30.0, 400.0])
+    report = pacing_report(arrivals, stats)
+    assert report["offered_submissions_per_second"] == 10.0
+    assert (report["arrivals_scheduled"], report["arrivals_served"]) == (10, 3)
+    assert report["arrivals_missed"] == 7
+    assert report["lateness_ms"]["max"] == 40.0
+    assert report["submit_from_arrival_ms"] == {"p50": 30.0, "p95": 400.0}
