@@ -78,6 +78,8 @@ def annotation_view(view):
         if actor is None:
             return redirect_to_login(request.get_full_path())
         request.actor = actor
+        if actor.user is not None:
+            request.user = actor.user  # loaded: the view and the page skip the lazy proxy
         try:
             return view(request, *args, **kwargs)
         except ServiceError as error:

@@ -172,3 +172,29 @@ def test_a_live_job_is_queued_in_one_redis_round_trip(redis_connection, monkeypa
     assert job.timeout == 30
     assert job_id in jobs._queue().job_ids
     assert "live" in [queue.name for queue in Queue.all(connection=redis_connection)]
+
+
+@pytest.mark.django_db
+def test_the_actor_holds_the_loaded_user_not_the_lazy_proxy(client):
+    """Every read of an attribute through ``request.user``'s SimpleLazyObject costs a failed
+    lookup and an exception: the actor and the annotation views hold the loaded user."""
+    from django.contrib.auth.models import AnonymousUser
+    from django.test import RequestFactory
+    from django.utils.functional import SimpleLazyObject
+
+    from annotation.actors import actor_from_request
+
+    user = UserFactory()
+    request = RequestFactory().get("/")
+    request.session = {}
+    request.user = SimpleLazyObject(lambda: user)
+    actor = actor_from_request(request)
+    assert type(actor.user) is type(user) and actor.user.pk == user.pk
+    request.user = user  # already a model instance: kept as is
+    assert actor_from_request(request).user is user
+    request.user = SimpleLazyObject(AnonymousUser)
+    assert actor_from_request(request) is None
+
+    client.force_login(user)
+    response = client.get("/tasks/no-such-task/create")
+    assert type(response.wsgi_request.user) is type(user)
