@@ -141,7 +141,7 @@ MEDIA_ROOT = BASE_DIR / "var" / "media"
 MEDIA_URL = "/media/"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {"BACKEND": "dynatask_site.staticfiles.StaticFilesStorage"},
 }
 
 LOGIN_URL = "login"
