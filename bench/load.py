@@ -129,7 +129,6 @@ class Arrivals:
         self.start = 0.0
         self.deadline = 0.0
         self.taken = 0
-        self.missed = 0
         self.lateness: list[float] = []
 
     def take(self) -> tuple[int, float] | None:
@@ -141,10 +140,6 @@ class Arrivals:
                 return None
             self.taken += 1
         return index, due
-
-    def miss(self) -> None:
-        with self.lock:
-            self.missed += 1
 
     def late(self, seconds: float) -> None:
         with self.lock:
@@ -479,8 +474,7 @@ class Worker(threading.Thread):
                 time.sleep(due - now)
                 now = time.monotonic()
             if now >= self.deadline:
-                arrivals.miss()
-                continue
+                break  # this arrival and the ones after it are missed
             late = now - due
             arrivals.late(late)
             self.create_one(index, late_ms=late * 1000)
