@@ -19,17 +19,20 @@ MEMO_SIZE = 1024
 class MemoizedURLMixin:
     """Keep ``url(name)`` per name (not for ``force=True``, nor in DEBUG)."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._url_memo: dict[str, str] = {}
+
     def url(self, name, force=False):
-        if force or settings.DEBUG:
-            return super().url(name, force) if force else super().url(name)
-        memo = self.__dict__.get("_url_memo")
-        if memo is None:
-            memo = self.__dict__.setdefault("_url_memo", {})
-        url = memo.get(name)
+        if force:
+            return super().url(name, force)
+        if settings.DEBUG:
+            return super().url(name)
+        url = self._url_memo.get(name)
         if url is None:
             url = super().url(name)
-            if len(memo) < MEMO_SIZE:
-                memo[name] = url  # one dict store: atomic between threads
+            if len(self._url_memo) < MEMO_SIZE:
+                self._url_memo[name] = url  # one dict store: atomic between threads
         return url
 
 
