@@ -4,9 +4,9 @@ flag), validations and the owners' review.
 Rules kept here, nowhere else:
 
 - An example is saved first (status ``awaiting_model``, with its round and config version);
-  the model is asked afterwards by ``annotation.jobs.live_prediction_job``, enqueued on the
-  ``live`` queue after commit. With no model in the loop it is stored with status
-  ``no_model`` and no verdict.
+  the model is asked afterwards by a drain job of the ``live`` queue
+  (``annotation.jobs.enqueue_live_prediction``, after commit). With no model in the loop
+  it is stored with status ``no_model`` and no verdict.
 - Cached counters move with ``F()`` inside the transaction that made the change, through the
   ``annotation.stats`` hooks, exactly once per event. Examples are locked with
   ``select_for_update`` before a validation or a review changes them.

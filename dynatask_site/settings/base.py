@@ -224,6 +224,9 @@ ANNOTATION_SYNC_WAIT_SECONDS = float(os.environ.get("ANNOTATION_SYNC_WAIT_SECOND
 # Server-side wait of one status poll, and when a model counts as "too slow" for the worker.
 ANNOTATION_POLL_WAIT_SECONDS = float(os.environ.get("ANNOTATION_POLL_WAIT_SECONDS", "2"))
 ANNOTATION_SLOW_MODEL_SECONDS = float(os.environ.get("ANNOTATION_SLOW_MODEL_SECONDS", "30"))
+# How many waiting examples a drain of the live queue answers with one model call at most
+# (a model's own ``batch_size`` splits a larger call).
+ANNOTATION_LIVE_BATCH_SIZE = int(os.environ.get("ANNOTATION_LIVE_BATCH_SIZE", "16"))
 # Seconds RQ keeps a finished live job (its hash and result). A live job wakes its page through
 # a stream of its own and writes its outcome to the example, so only operators read it later;
 # at 100 submissions/s, 600 s would keep 60,000 job records in Redis. Not 0: RQ then deletes

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 
+import django_rq
 import pytest
 from django.urls import reverse
 
@@ -352,10 +353,10 @@ def test_sandbox_status_refuses_a_live_job_and_says_expired_for_an_unknown_one(
 ):
     settings.ANNOTATION_POLL_WAIT_SECONDS = 0
     client.force_login(worker)
-    submit(client, "sentiment", statement=POSITIVE, label="positive")  # queues a live job
-    example = Example.objects.get()
-    live_id = jobs.live_job_id(example.pk, example.model_attempts)
-    live = client.get(reverse("annotation:sandbox_status", args=["sentiment", live_id]))
+    submit(client, "sentiment", statement=POSITIVE, label="positive")  # queues a live drain
+    [drain_id] = django_rq.get_queue("live").job_ids
+    assert drain_id.startswith(jobs.DRAIN_JOB_PREFIX)
+    live = client.get(reverse("annotation:sandbox_status", args=["sentiment", drain_id]))
     assert live.status_code == 404
     unknown = reverse("annotation:sandbox_status", args=["sentiment", "0" * 8 + "-dead-beef"])
     response = client.get(unknown)
@@ -585,24 +586,25 @@ def test_no_next_form_once_the_campaign_quota_is_reached(client, sentiment_task,
     assert ">Finish<" in html
 
 
-def test_a_finished_live_job_is_kept_briefly_and_its_signal_outlives_it(
+def test_a_finished_drain_job_is_kept_briefly_and_the_signal_outlives_it(
     client, worker, sentiment_model, settings
 ):
-    """RQ keeps a live job that ended normally for ``ANNOTATION_LIVE_RESULT_TTL`` seconds only
-    (at 100 submissions/s a longer stay piles job records up in Redis); the job's own signal
-    still wakes a late waiter, and the example holds the outcome."""
-    import django_rq
+    """RQ keeps a drain job that ended normally for ``ANNOTATION_LIVE_RESULT_TTL`` seconds only
+    (at 100 submissions/s a longer stay piles job records up in Redis); the example's own
+    signal still wakes a late waiter, and the example holds the outcome."""
     from rq.job import Job
 
     settings.ANNOTATION_LIVE_RESULT_TTL = 45
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
     example = Example.objects.get()
-    job_id = jobs.live_job_id(example.pk, 1)
     connection = django_rq.get_queue(jobs.LIVE_QUEUE).connection
-    assert Job.fetch(job_id, connection=connection).result_ttl == 45
+    [drain_id] = django_rq.get_queue(jobs.LIVE_QUEUE).job_ids
+    assert Job.fetch(drain_id, connection=connection).result_ttl == 45
     run_jobs()
-    assert 0 < connection.ttl(Job.key_for(job_id)) <= 45
+    assert 0 < connection.ttl(Job.key_for(drain_id)) <= 45
+    assert Job.fetch(drain_id, connection=connection).return_value() == {"examples": 1}
+    job_id = jobs.live_job_id(example.pk, 1)
     assert jobs.wait_for_live_answer(job_id, 0.05)["status"] == ExampleStatus.MODEL_ANSWERED
     example.refresh_from_db()
     assert example.status == ExampleStatus.MODEL_ANSWERED

@@ -147,14 +147,9 @@ def test_worker_without_rows_gets_them_created(task):
     assert (row.examples, row.time_spent_ms) == (1, 700)
 
 
-def test_a_live_job_is_queued_in_one_redis_round_trip(redis_connection, monkeypatch):
+def _count_round_trips(monkeypatch, call):
     from redis.connection import AbstractConnection
-    from rq import Queue
-    from rq.job import Job, JobStatus
 
-    from annotation import jobs
-
-    jobs.enqueue_live_prediction(41, 1, timeout=30)  # the queue object and its version
     sent = []
     send = AbstractConnection.send_packed_command
 
@@ -163,15 +158,41 @@ def test_a_live_job_is_queued_in_one_redis_round_trip(redis_connection, monkeypa
         return send(self, command, check_health)
 
     monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
-    job_id = jobs.enqueue_live_prediction(42, 1, timeout=30)
-    monkeypatch.undo()
+    try:
+        result = call()
+    finally:
+        monkeypatch.undo()
+    return result, len(sent)
 
-    assert len(sent) == 1
-    job = Job.fetch(job_id, connection=redis_connection)
-    assert job.get_status() == JobStatus.QUEUED
-    assert job.timeout == 30
-    assert job_id in jobs._queue().job_ids
+
+def test_a_live_example_is_queued_in_one_round_trip_and_a_drain_in_one_more(
+    redis_connection, monkeypatch
+):
+    """The first example queues a drain job (two round trips: the list and the flag, then
+    RQ's job); while that drain has not started, later examples only join the list (one)."""
+    from rq import Queue
+    from rq.job import Job, JobStatus
+
+    from annotation import jobs
+
+    jobs._queue()  # the queue object and its version
+    wait_id, trips = _count_round_trips(
+        monkeypatch, lambda: jobs.enqueue_live_prediction(41, 1, timeout=30)
+    )
+    assert (wait_id, trips) == (jobs.live_job_id(41, 1), 2)
+    [drain_id] = jobs._queue().job_ids
+    drain = Job.fetch(drain_id, connection=redis_connection)
+    assert drain.get_status() == JobStatus.QUEUED
+    assert drain.func_name == "annotation.jobs.live_drain_job"
+    assert drain.timeout == jobs.drain_timeout(30)
     assert "live" in [queue.name for queue in Queue.all(connection=redis_connection)]
+
+    _, trips = _count_round_trips(
+        monkeypatch, lambda: jobs.enqueue_live_prediction(42, 2, timeout=30)
+    )
+    assert trips == 1
+    assert jobs._queue().job_ids == [drain_id]
+    assert redis_connection.lrange(jobs.PENDING_KEY, 0, -1) == [b"41:1", b"42:2"]
 
 
 @pytest.mark.django_db

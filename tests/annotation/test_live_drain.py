@@ -1,0 +1,233 @@
+"""The live queue's drain: pending examples are answered in batches, one model call per model,
+with each example's own outcome, and the drain flag keeps one drain queued at a time."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import django_rq
+import pytest
+from rq.job import Job
+
+from annotation import jobs
+from annotation.models import Example, ExampleStatus, RoundStats
+from models_hub.demo.sentiment import SentimentHandler
+from tests.annotation.conftest import put_in_loop, run_jobs
+from tests.annotation.test_create import POSITIVE, submit
+
+# The drain runs after the examples' transactions commit.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NEGATIVE = "This was a dreadful, awful, disgusting meal."
+
+
+class CountingHandler(SentimentHandler):
+    """The demo sentiment model, recording the size of every batch it was sent."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches: list[int] = []
+        self.lock = threading.Lock()
+
+    def predict(self, batch):
+        with self.lock:
+            self.batches.append(len(batch))
+        return super().predict(batch)
+
+
+class NonsenseForOneHandler(CountingHandler):
+    """Answers a label the task does not have for the statement containing "nonsense"."""
+
+    def predict(self, batch):
+        outputs = super().predict(batch)
+        for item, output in zip(batch, outputs, strict=True):
+            if "nonsense" in item.get("statement", ""):
+                output["label"] = "sarcastic"
+        return outputs
+
+
+def _drain_ids() -> list[str]:
+    return django_rq.get_queue(jobs.LIVE_QUEUE).job_ids
+
+
+def _submit_many(client, texts):
+    for text in texts:
+        response = submit(client, "sentiment", statement=text, label="negative")
+        assert response.status_code == 200
+
+
+@pytest.fixture
+def counting_model(sentiment_task, owner, model_server_factory, redis_connection):
+    handler = CountingHandler()
+    handle = model_server_factory(handler)
+    model = put_in_loop(sentiment_task, owner, handle.url, name="counted")
+    model.handler = handler
+    return model
+
+
+@pytest.fixture
+def no_wait(settings):
+    settings.ANNOTATION_SYNC_WAIT_SECONDS = 0
+
+
+def test_examples_waiting_together_are_answered_in_one_call_by_one_drain(
+    client, worker, counting_model, no_wait
+):
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE, POSITIVE + " Again.", NEGATIVE + " Again."])
+    assert len(_drain_ids()) == 1  # the first example queued it; the others joined the list
+    [drain_id] = _drain_ids()
+
+    run_jobs()
+
+    assert counting_model.handler.batches == [4]
+    examples = list(Example.objects.order_by("pk"))
+    assert [e.status for e in examples] == [ExampleStatus.MODEL_ANSWERED] * 4
+    assert [e.model_wrong for e in examples] == [True, False, True, False]
+    stats = RoundStats.objects.get(round=examples[0].round)
+    assert (stats.collected, stats.fooled) == (4, 2)
+    assert examples[0].context.fooled_count == 2
+    connection = django_rq.get_connection(jobs.LIVE_QUEUE)
+    assert Job.fetch(drain_id, connection=connection).return_value() == {"examples": 4}
+    for example in examples:  # every waiting page is woken with its own answer
+        answer = jobs.wait_for_live_answer(jobs.live_job_id(example.pk, 1), 0.05)
+        assert answer["model_wrong"] == example.model_wrong
+    assert connection.llen(jobs.PENDING_KEY) == 0
+
+
+def test_a_batch_is_at_most_the_batch_size_and_one_drain_takes_them_all(
+    client, worker, counting_model, no_wait, settings
+):
+    settings.ANNOTATION_LIVE_BATCH_SIZE = 2
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE, POSITIVE + " Again.", NEGATIVE + " Again.", "Ok."])
+    run_jobs()
+    assert counting_model.handler.batches == [2, 2, 1]
+    assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
+
+
+def test_a_started_drain_lets_the_next_example_queue_another(
+    client, worker, counting_model, no_wait
+):
+    """The flag is cleared when a drain starts: an example that arrives while it runs queues
+    a second drain, which a second worker runs beside the first."""
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE])
+    [first] = _drain_ids()
+    # What a drain does first, in its first round trip: clear the flag, take the batch.
+    connection = django_rq.get_connection(jobs.LIVE_QUEUE)
+    connection.delete(jobs.DRAIN_QUEUED_KEY)
+    _submit_many(client, [NEGATIVE])
+    assert len(_drain_ids()) == 2 and _drain_ids()[0] == first
+    run_jobs()
+    assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
+
+
+def test_a_drain_past_its_budget_leaves_the_rest_to_a_new_drain(
+    client, worker, counting_model, no_wait, settings, monkeypatch
+):
+    settings.ANNOTATION_LIVE_BATCH_SIZE = 1
+    monkeypatch.setattr(jobs, "DRAIN_BUDGET_SECONDS", 0.0)
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE, "Ok."])
+    [queued] = _drain_ids()
+    assert jobs.live_drain_job() == {"examples": 1}  # one batch, then the budget is spent
+    # The drain run here cleared the flag; past its budget it queued a drain for the rest.
+    assert len(_drain_ids()) == 2 and _drain_ids()[0] == queued
+    connection = django_rq.get_connection(jobs.LIVE_QUEUE)
+    assert connection.llen(jobs.PENDING_KEY) == 2
+    assert connection.exists(jobs.DRAIN_QUEUED_KEY)
+    run_jobs()
+    assert counting_model.handler.batches == [1, 1, 1]
+    assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
+
+
+def test_examples_of_two_models_get_one_call_per_model(
+    client, worker, sentiment_task, owner, counting_model, model_server_factory, no_wait
+):
+    other_handler = CountingHandler()
+    other = put_in_loop(
+        sentiment_task, owner, model_server_factory(other_handler).url, name="other"
+    )
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE, "Ok.", "Fine."])
+    examples = list(Example.objects.order_by("pk"))
+    Example.objects.filter(pk__in=[examples[1].pk, examples[3].pk]).update(model=other)
+    Example.objects.filter(pk__in=[examples[0].pk, examples[2].pk]).update(model=counting_model)
+    run_jobs()
+    assert counting_model.handler.batches == [2]
+    assert other_handler.batches == [2]
+    for example in Example.objects.all():
+        assert example.status == ExampleStatus.MODEL_ANSWERED
+
+
+def test_an_answer_that_does_not_fit_fails_only_its_own_example(
+    client, worker, sentiment_task, owner, model_server_factory, redis_connection, no_wait
+):
+    """The protocol refuses a whole reply when one output is wrong: the batch is then asked
+    one example at a time, so the others keep their answers."""
+    handler = NonsenseForOneHandler()
+    put_in_loop(sentiment_task, owner, model_server_factory(handler).url, name="odd")
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, "Utter nonsense here.", NEGATIVE])
+    run_jobs()
+    assert handler.batches == [3, 1, 1, 1]
+    first, odd, last = Example.objects.order_by("pk")
+    assert first.status == last.status == ExampleStatus.MODEL_ANSWERED
+    assert odd.status == ExampleStatus.MODEL_FAILED
+    assert odd.model_error_code.startswith("model.")
+    page = client.get(f"/tasks/sentiment/examples/{odd.pk}/")
+    assert b'id="model-failed"' in page.content
+
+
+def test_a_model_that_is_down_fails_the_batch_in_one_attempt_each(
+    client, worker, counting_model, no_wait
+):
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE])
+    counting_model.handler.batches.clear()
+    Example.objects.update(model=counting_model)
+    from models_hub.models import Model
+
+    Model.objects.filter(pk=counting_model.pk).update(endpoint_url="http://127.0.0.1:9/")
+    run_jobs()
+    assert counting_model.handler.batches == []
+    failed = list(Example.objects.all())
+    assert [e.status for e in failed] == [ExampleStatus.MODEL_FAILED] * 2
+    assert len({e.model_error_code for e in failed}) == 1
+
+
+def test_a_repeated_entry_is_asked_once_and_a_missing_example_is_skipped(
+    client, worker, counting_model, no_wait
+):
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE])
+    example = Example.objects.get()
+    connection = django_rq.get_connection(jobs.LIVE_QUEUE)
+    connection.rpush(jobs.PENDING_KEY, f"{example.pk}:1", "999999:1")
+    run_jobs()
+    assert counting_model.handler.batches == [1]  # the example once, the unknown one never
+    assert jobs.wait_for_live_answer(jobs.live_job_id(999999, 1), 0.05) == {}
+
+
+def test_a_malformed_entry_of_the_list_is_logged_and_left(
+    client, worker, counting_model, no_wait, caplog
+):
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE])
+    connection = django_rq.get_connection(jobs.LIVE_QUEUE)
+    connection.rpush(jobs.PENDING_KEY, "<script>", "12:x")
+    with caplog.at_level(logging.ERROR, logger="annotation.jobs"):
+        run_jobs()
+    assert Example.objects.get().status == ExampleStatus.MODEL_ANSWERED
+    assert "malformed entry" in caplog.text and "'<script>'" in caplog.text
+    assert connection.llen(jobs.PENDING_KEY) == 0
+
+
+def test_a_lost_drain_flag_expires(redis_connection):
+    """A web process that dies between the flag and the job holds drains back for the flag's
+    time to live at most."""
+    jobs.enqueue_live_prediction(5, 1, timeout=30)
+    ttl = redis_connection.ttl(jobs.DRAIN_QUEUED_KEY)
+    assert 0 < ttl <= jobs.DRAIN_QUEUED_TTL_SECONDS
