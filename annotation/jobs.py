@@ -27,6 +27,7 @@ worker's page offers to ask the model again once the wait is too long.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -226,19 +227,27 @@ def _parse_pending(items) -> list[tuple[int, int]]:
 
 
 _JOB_RELATED = ("model", "model__task", "model__task__current_config", "config_version", "context")
-# One example with everything the job reads, by primary key (no ORDER BY), compiled once.
-_EXAMPLE_FOR_JOB = PrecompiledQuery(
-    lambda pk: Example.objects.select_related(*_JOB_RELATED).filter(pk=pk).order_by()[:1],
-    pk=int,
-)
+
+
+@functools.cache
+def _examples_query(count: int) -> PrecompiledQuery:
+    """``count`` examples with everything the job reads, by primary key (no ORDER BY),
+    compiled once per count: the ORM took longer to compile this statement than PostgreSQL
+    to run it. A drain's batches have at most ``live_batch_size()`` examples."""
+    names = tuple(f"pk{index}" for index in range(count))
+
+    def build(**pks):
+        queryset = Example.objects.select_related(*_JOB_RELATED).order_by()
+        if count == 1:
+            return queryset.filter(pk=pks["pk0"])[:1]
+        return queryset.filter(pk__in=[pks[name] for name in names])
+
+    return PrecompiledQuery(build, **dict.fromkeys(names, int))
 
 
 def _examples_for_job(example_ids: list[int]) -> dict[int, Example]:
-    if len(example_ids) == 1:
-        example = _EXAMPLE_FOR_JOB.first(pk=example_ids[0])
-        return {example.pk: example} if example is not None else {}
-    rows = Example.objects.select_related(*_JOB_RELATED).filter(pk__in=example_ids).order_by()
-    return {example.pk: example for example in rows}
+    pks = {f"pk{index}": pk for index, pk in enumerate(example_ids)}
+    return {example.pk: example for example in _examples_query(len(pks)).fetch(**pks)}
 
 
 def _answer_batch(pending: list[tuple[int, int]]) -> dict[int, dict[str, Any]]:

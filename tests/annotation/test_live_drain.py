@@ -231,3 +231,20 @@ def test_a_lost_drain_flag_expires(redis_connection):
     jobs.enqueue_live_prediction(5, 1, timeout=30)
     ttl = redis_connection.ttl(jobs.DRAIN_QUEUED_KEY)
     assert 0 < ttl <= jobs.DRAIN_QUEUED_TTL_SECONDS
+
+
+def test_a_drain_takes_one_query_for_its_batch_and_a_fixed_number_per_answer(
+    client, worker, counting_model, no_wait
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE, POSITIVE + " Again.", NEGATIVE + " Again."])
+    with CaptureQueriesContext(connection) as queries:
+        assert jobs.live_drain_job() == {"examples": 4}
+    # One read of the four examples (with their models, configs and contexts); then per
+    # answer a transaction: BEGIN, the answer's UPDATE, COMMIT, and for each of the two
+    # fooling examples the three counters it moves (context, worker, round).
+    assert queries.captured_queries[0]["sql"].startswith('SELECT "annotation_example"')
+    assert len(queries) == 1 + 4 * 3 + 2 * 3
