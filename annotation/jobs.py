@@ -272,9 +272,22 @@ def _answer_batch(pending: list[tuple[int, int]]) -> dict[int, dict[str, Any]]:
             outcomes[example_id] = {"ok": False, "code": "model.missing"}
         else:
             by_model.setdefault(example.model_id, []).append(example)
+    answered: list[services.ModelAnswer] = []
     for group in by_model.values():
         for example, answer in _ask(group):
-            outcomes[example.pk], stored[example.pk] = _store(example, answer)
+            if isinstance(answer, Exception):
+                outcomes[example.pk], stored[example.pk] = _store_failure(example, answer)
+            else:
+                output, result = answer
+                answered.append(
+                    services.ModelAnswer(example, output, result.latency_ms, result.model_version)
+                )
+                outcomes[example.pk] = {"ok": True}
+    stored.update(_store_answers(answered))
+    for answer in answered:
+        row = stored.get(answer.example.pk)
+        if row is not None and row.status == ExampleStatus.MODEL_FAILED:
+            outcomes[row.pk] = {"ok": False, "code": row.model_error_code}
     _say_done_all(
         [
             (live_job_id(example_id, attempt), stored.get(example_id))
@@ -315,27 +328,39 @@ def _ask(examples: list[Example]) -> list[tuple[Example, Any]]:
     ]
 
 
-def _store(example: Example, answer: Any) -> tuple[dict[str, Any], Example | None]:
-    """Store one example's answer or failure; return its outcome and the row as stored."""
-    if isinstance(answer, ModelCallError):
-        stored = services.example_record_model_failure(
-            example.pk, code=answer.code, message=str(answer)
-        )
-        return {"ok": False, "code": answer.code}, stored
-    if isinstance(answer, Exception):
-        stored = services.example_record_model_failure(
-            example.pk, code="model.error", message="The model call failed unexpectedly."
-        )
-        return {"ok": False, "code": "model.error"}, stored
-    output, result = answer
-    stored = services.example_record_model_answer(
-        example.pk,
-        output=output,
-        latency_ms=result.latency_ms,
-        model_version=result.model_version,
-        example=example,  # unchanged since read: one UPDATE instead of a locking read too
-    )
-    return {"ok": True}, stored
+def _store_failure(example: Example, error: Exception) -> tuple[dict[str, Any], Example | None]:
+    """Store that the model failed for one example; return its outcome and the row."""
+    if isinstance(error, ModelCallError):
+        code, message = error.code, str(error)
+    else:
+        code, message = "model.error", "The model call failed unexpectedly."
+    stored = services.example_record_model_failure(example.pk, code=code, message=message)
+    return {"ok": False, "code": code}, stored
+
+
+def _store_answers(answered: list[services.ModelAnswer]) -> dict[int, Example | None]:
+    """Store the answers in one transaction; if that fails, one by one, so that an answer
+    that cannot be stored fails its own example only (with a message the worker sees)."""
+    if not answered:
+        return {}
+    try:
+        return services.examples_record_model_answers(answered)
+    except Exception:
+        logger.exception("storing the answers of %s failed", [a.example.pk for a in answered])
+    stored: dict[int, Example | None] = {}
+    for answer in answered:
+        example = answer.example
+        try:
+            stored[example.pk] = services.example_record_model_answer(
+                example.pk,
+                output=answer.output,
+                latency_ms=answer.latency_ms,
+                model_version=answer.model_version,
+            )
+        except Exception as error:
+            logger.exception("storing the answer of example %s failed", example.pk)
+            stored[example.pk] = _store_failure(example, error)[1]
+    return stored
 
 
 def sandbox_prediction_job(model_id: int, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import OperationalError, transaction
@@ -220,6 +221,17 @@ def example_submit(
     return example
 
 
+@dataclass(frozen=True)
+class ModelAnswer:
+    """A model's answer to an example, as a drain stores it: ``example`` as read with its
+    config version (unchanged since, it is written in one statement)."""
+
+    example: Example
+    output: Mapping
+    latency_ms: float | None = None
+    model_version: str | None = None
+
+
 # What the live job writes (an answer, or with a subset of them a failure): the create page
 # reads back only these after waiting for the job.
 MODEL_ANSWER_FIELDS = (
@@ -334,32 +346,61 @@ def example_record_model_answer(
     the row is unchanged since, the answer is written in one statement instead of a locking
     read and a write; otherwise the row is locked and read again.
     """
+    known = example if example is not None and example.pk == example_id else None
     with transaction.atomic():
-        claimed = False
-        if (
-            example is not None
-            and example.pk == example_id
-            and example.status == ExampleStatus.AWAITING_MODEL
-        ):
-            values = _answer_values(
-                example.config_version.parsed, example.input, output, latency_ms, model_version
+        stored = _store_answer(example_id, known, output, latency_ms, model_version)
+        if stored is not None and stored.model_wrong is not None:
+            stats.stats_example_verdict(stored)
+    return stored
+
+
+@_retry_on_deadlock
+def examples_record_model_answers(answers: list[ModelAnswer]) -> dict[int, Example | None]:
+    """``example_record_model_answer`` of several examples in one transaction, the counters
+    of all moved once per row (``stats.stats_examples_verdict``); by example id, the row as
+    stored, or None for one that no longer awaits the model.
+
+    The examples are written in the order of their ids, and the counters after them all, in
+    the order every transaction takes them (context, worker, round).
+    """
+    stored: dict[int, Example | None] = {}
+    with transaction.atomic():
+        for answer in sorted(answers, key=lambda answer: answer.example.pk):
+            example = answer.example
+            stored[example.pk] = _store_answer(
+                example.pk, example, answer.output, answer.latency_ms, answer.model_version
             )
-            claimed = _claim_answer(example, values)
-        if claimed:
+        stats.stats_examples_verdict(
+            [example for example in stored.values() if example and example.model_wrong is not None]
+        )
+    return stored
+
+
+def _store_answer(
+    example_id: int, known: Example | None, output: Mapping, latency_ms, model_version
+) -> Example | None:
+    """Write the answer to example ``example_id`` (inside a transaction), without counters.
+
+    In one statement while the row is as ``known`` read it; else locked and read again.
+    Returns the example as stored, or None when it no longer awaits the model.
+    """
+    if known is not None and known.status == ExampleStatus.AWAITING_MODEL:
+        values = _answer_values(
+            known.config_version.parsed, known.input, output, latency_ms, model_version
+        )
+        if _claim_answer(known, values):
             for name, value in values.items():
-                setattr(example, name, value)
-        else:
-            example = _locked(example_id)
-            if example.status != ExampleStatus.AWAITING_MODEL:
-                return None
-            values = _answer_values(
-                example.config_version.parsed, example.input, output, latency_ms, model_version
-            )
-            for name, value in values.items():
-                setattr(example, name, value)
-            example.save(update_fields=MODEL_ANSWER_FIELDS)
-        if example.model_wrong is not None:
-            stats.stats_example_verdict(example)
+                setattr(known, name, value)
+            return known
+    example = _locked(example_id)
+    if example.status != ExampleStatus.AWAITING_MODEL:
+        return None
+    values = _answer_values(
+        example.config_version.parsed, example.input, output, latency_ms, model_version
+    )
+    for name, value in values.items():
+        setattr(example, name, value)
+    example.save(update_fields=MODEL_ANSWER_FIELDS)
     return example
 
 

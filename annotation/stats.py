@@ -265,6 +265,45 @@ def stats_example_verdict(example: Example, previous_model_wrong: bool | None = 
     )
 
 
+def stats_examples_verdict(examples: list[Example]) -> None:
+    """``stats_example_verdict`` (a first verdict) of several examples at once: each counter
+    row moves once, by the sum of its examples' deltas, in the order of ``_apply`` (all the
+    contexts, then all the workers, then all the rounds, each by key). A drain of the live
+    queue stores a batch of answers in one transaction with this."""
+    contexts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    workers: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    rounds: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for example in examples:
+        if example.retracted:
+            continue
+        state = example.validation_state
+        round_deltas, worker_deltas, context_deltas = _deltas(
+            _contribution(None, state), _contribution(example.model_wrong, state)
+        )
+        lookup = _worker_lookup(
+            task_id=example.task_id,
+            round_id=example.round_id,
+            user_id=example.user_id,
+            campaign_worker_id=example.campaign_worker_id,
+        )
+        for target, key, deltas in (
+            (contexts, example.context_id, context_deltas),
+            (workers, tuple(lookup.items()) if lookup else None, worker_deltas),
+            (rounds, example.round_id, round_deltas),
+        ):
+            if key is not None:
+                for field, delta in deltas.items():
+                    target[key][field] += delta
+    for context_id in sorted(contexts):
+        _move_counters(Context, {"pk": context_id}, contexts[context_id])
+    for lookup in sorted(workers):
+        if any(workers[lookup].values()):
+            _bump(WorkerStats, dict(lookup), workers[lookup])
+    for round_id in sorted(rounds):
+        if any(rounds[round_id].values()):
+            _bump(RoundStats, {"round_id": round_id}, rounds[round_id])
+
+
 def stats_example_retracted(example: Example) -> None:
     """Move an example from the collected counters to ``retracted`` (call once per retraction).
 

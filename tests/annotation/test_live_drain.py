@@ -233,7 +233,7 @@ def test_a_lost_drain_flag_expires(redis_connection):
     assert 0 < ttl <= jobs.DRAIN_QUEUED_TTL_SECONDS
 
 
-def test_a_drain_takes_one_query_for_its_batch_and_a_fixed_number_per_answer(
+def test_a_drain_reads_its_batch_once_and_stores_it_in_one_transaction(
     client, worker, counting_model, no_wait
 ):
     from django.db import connection
@@ -243,8 +243,51 @@ def test_a_drain_takes_one_query_for_its_batch_and_a_fixed_number_per_answer(
     _submit_many(client, [POSITIVE, NEGATIVE, POSITIVE + " Again.", NEGATIVE + " Again."])
     with CaptureQueriesContext(connection) as queries:
         assert jobs.live_drain_job() == {"examples": 4}
-    # One read of the four examples (with their models, configs and contexts); then per
-    # answer a transaction: BEGIN, the answer's UPDATE, COMMIT, and for each of the two
-    # fooling examples the three counters it moves (context, worker, round).
-    assert queries.captured_queries[0]["sql"].startswith('SELECT "annotation_example"')
-    assert len(queries) == 1 + 4 * 3 + 2 * 3
+    # One read of the four examples (with their models, configs and contexts), then one
+    # transaction: BEGIN, an UPDATE per answer, each counter row the two fooling examples
+    # move once (their context, worker and round), COMMIT.
+    sql = [query["sql"] for query in queries.captured_queries]
+    assert sql[0].startswith('SELECT "annotation_example"')
+    assert sql[1] == "BEGIN" and sql[-1] == "COMMIT"
+    assert [statement.split('"')[1] for statement in sql[2:-1]] == [
+        "annotation_example",
+        "annotation_example",
+        "annotation_example",
+        "annotation_example",
+        "tasks_context",
+        "annotation_workerstats",
+        "annotation_roundstats",
+    ]
+
+
+def test_an_answer_that_cannot_be_stored_fails_only_its_own_example(
+    client, worker, counting_model, no_wait, monkeypatch, caplog
+):
+    """If the batch's transaction fails, the answers are stored one by one; the one that
+    cannot be stored fails its example with a message, the others are answered."""
+    from annotation import services
+
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE, "Ok."])
+    broken = Example.objects.order_by("pk")[1].pk
+    store_one = services.example_record_model_answer
+
+    def batch_fails(answers):
+        raise RuntimeError("the batch's transaction failed")
+
+    def one_fails(example_id, **kwargs):
+        if example_id == broken:
+            raise ValueError("this answer cannot be stored")
+        return store_one(example_id, **kwargs)
+
+    monkeypatch.setattr(services, "examples_record_model_answers", batch_fails)
+    monkeypatch.setattr(services, "example_record_model_answer", one_fails)
+    with caplog.at_level(logging.ERROR, logger="annotation.jobs"):
+        run_jobs()
+    statuses = dict(Example.objects.values_list("pk", "status"))
+    assert statuses.pop(broken) == ExampleStatus.MODEL_FAILED
+    assert set(statuses.values()) == {ExampleStatus.MODEL_ANSWERED}
+    assert Example.objects.get(pk=broken).model_error_code == "model.error"
+    assert "storing the answer of example" in caplog.text
+    answer = jobs.wait_for_live_answer(jobs.live_job_id(broken, 1), 0.05)
+    assert answer["status"] == ExampleStatus.MODEL_FAILED

@@ -176,7 +176,9 @@ def test_cached_counters_equal_recomputed_after_random_operations(task, seed):
         return {"user": None, "campaign_worker": rng.choice(campaign_workers)}
 
     for _ in range(120):
-        operation = rng.choice(["create", "create", "verdict", "validate", "settle", "retract"])
+        operation = rng.choice(
+            ["create", "create", "verdict", "verdicts", "validate", "settle", "retract"]
+        )
         if operation == "create" or not examples:
             context = rng.choice(contexts)
             examples.append(
@@ -188,6 +190,16 @@ def test_cached_counters_equal_recomputed_after_random_operations(task, seed):
                     **pick_worker(),
                 )
             )
+            continue
+        if operation == "verdicts":  # a drain's batch: several first verdicts at once
+            batch = [e for e in rng.sample(examples, min(4, len(examples)))]
+            for example in batch:
+                example.refresh_from_db()
+            batch = [example for example in batch if example.model_wrong is None]
+            for example in batch:
+                example.model_wrong = rng.random() < 0.5
+                example.save(update_fields=["model_wrong"])
+            stats.stats_examples_verdict(batch)
             continue
         example = rng.choice(examples)
         example.refresh_from_db()
@@ -253,3 +265,46 @@ def test_model_answer_from_a_read_copy_counts_as_the_locked_path(task, retracted
     assert snapshot(task) == cached
     # A second answer is ignored, whichever copy it comes with.
     assert services.example_record_model_answer(example.pk, output={}, example=answered) is None
+
+
+@pytest.mark.parametrize("retracted_meanwhile", [False, True])
+def test_a_batch_of_answers_counts_as_answers_one_by_one(task, retracted_meanwhile):
+    """A drain stores its batch in one transaction, from the rows it read: the same rows and
+    counters as the answers stored one at a time (a stale copy falls back to locking)."""
+    from annotation import services
+    from annotation.models import ExampleStatus
+
+    contexts = [ContextFactory(task=task) for _ in range(2)]
+    users = [UserFactory() for _ in range(2)]
+    examples = [
+        new_example(
+            task, status=ExampleStatus.AWAITING_MODEL, context=contexts[n % 2], user=users[n // 2]
+        )
+        for n in range(4)
+    ]
+    read = list(
+        Example.objects.select_related("config_version").filter(pk__in=[e.pk for e in examples])
+    )
+    if retracted_meanwhile:
+        retract(examples[0])
+    labels = ["negative", "positive", "negative", "neutral"]
+    answers = [
+        services.ModelAnswer(example, {"label": label, "prob": {label: 0.9}}, 12.5, "v1")
+        for example, label in zip(sorted(read, key=lambda e: -e.pk), labels, strict=True)
+    ]
+    stored = services.examples_record_model_answers(answers)
+    assert set(stored) == {e.pk for e in examples}
+    for pk, row in stored.items():
+        fresh = Example.objects.get(pk=pk)
+        assert fresh.status == row.status == ExampleStatus.MODEL_ANSWERED
+        assert (fresh.model_wrong, fresh.model_latency_ms, fresh.model_version) == (
+            row.model_wrong,
+            12.5,
+            "v1",
+        )
+    assert any(row.model_wrong for row in stored.values())
+    cached = snapshot(task)
+    stats.stats_recompute(task)
+    assert snapshot(task) == cached
+    # Answers to examples already answered are ignored.
+    assert set(services.examples_record_model_answers(answers).values()) == {None}
