@@ -22,7 +22,7 @@ from crispy_forms.utils import render_crispy_form
 from django import forms
 from django.core import signing
 from django.utils import timezone
-from django.utils.html import escape
+from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
 from annotation.models import ValidationLabel
@@ -495,10 +495,18 @@ def context_items(config: TaskConfig, data: Mapping | None) -> list[dict[str, An
 
 
 def goal_text(config: TaskConfig, goal_label: str) -> str:
-    """Return the goal banner's second line, e.g. "Write a positive example..." (plain text)."""
+    """Return the goal banner's second line (HTML, the label escaped).
+
+    The quotes are entities: one character outside Latin-1 makes Python hold the whole page
+    as two bytes a character and encode it character by character, where an ASCII page is
+    joined and encoded by copying (0.8% of the instructions of a submission cycle).
+    """
     if not goal_label:
         return ""
-    return f"Your goal: write an example whose true label is “{goal_label}” and fool the model."
+    return format_html(
+        "Your goal: write an example whose true label is &ldquo;{}&rdquo; and fool the model.",
+        goal_label,
+    )
 
 
 def preview_context(config: TaskConfig) -> dict[str, Any]:

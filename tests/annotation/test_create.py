@@ -608,3 +608,22 @@ def test_a_finished_drain_job_is_kept_briefly_and_the_signal_outlives_it(
     assert jobs.wait_for_live_answer(job_id, 0.05)["status"] == ExampleStatus.MODEL_ANSWERED
     example.refresh_from_db()
     assert example.status == ExampleStatus.MODEL_ANSWERED
+
+
+def test_the_pages_of_an_ascii_task_are_ascii(client, worker, sentiment_model):
+    """No typographic character of our own in the hot pages (entities instead): one character
+    outside Latin-1 makes Python build and encode the whole page two bytes a character."""
+    client.force_login(worker)
+    page = open_form(client, "sentiment")
+    assert page["goal"] and "&ldquo;" in page["html"]
+    assert page["html"].isascii()
+    verdict = submit(client, "sentiment", statement=POSITIVE, label="negative")
+    assert verdict.status_code == 200 and verdict.content.isascii()
+    assert client.get("/tasks/sentiment/validate").content.isascii()
+
+
+def test_the_goal_text_escapes_the_label():
+    from annotation.forms import goal_text
+
+    text = goal_text(None, '<img src=x onerror="alert(1)">')
+    assert "<img" not in text and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in text
