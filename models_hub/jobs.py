@@ -32,6 +32,7 @@ from rq.cron import CronScheduler
 from rq.job import Job, JobStatus
 from rq.worker import SimpleWorker
 
+from dynatask_site.threadlocals import use_thread_locals
 from dynatask_site.warmup import freeze_after_startup
 from models_hub import selectors, services
 from models_hub.client import EndpointSpec, predict
@@ -264,10 +265,12 @@ class LiveWorker(SimpleWorker):
 
     def work(self, *args, **kwargs):
         """Work as RQ's worker; a long-running one (not in burst mode, in the main thread of
-        its process: ``manage.py rqworker live``) freezes its loaded objects first, so that
-        the garbage collector's full collections stop walking them between jobs."""
+        its process: ``manage.py rqworker live``) first takes plain thread-local registries
+        (``dynatask_site.threadlocals``) and freezes its loaded objects, so that the garbage
+        collector's full collections stop walking them between jobs."""
         burst = kwargs.get("burst", args[0] if args else False)
         if not burst and threading.current_thread() is threading.main_thread():
+            use_thread_locals()  # a worker process runs no event loop
             freeze_after_startup(templates=())
         return super().work(*args, **kwargs)
 
