@@ -126,8 +126,14 @@ def qa_task(db, owner):
 def sentiment_model(sentiment_task, owner, model_server_factory, redis_connection):
     from models_hub.demo.sentiment import SentimentHandler
 
-    handle = model_server_factory(SentimentHandler)
-    model = put_in_loop(sentiment_task, owner, handle.url, name="vader")
+    return serve_in_loop(sentiment_task, owner, model_server_factory, SentimentHandler, "vader")
+
+
+def serve_in_loop(task, owner, model_server_factory, handler, name: str):
+    """Serve ``handler`` on a loopback model server and put it in the loop of round 1; the
+    model carries its ``server_handle``."""
+    handle = model_server_factory(handler)
+    model = put_in_loop(task, owner, handle.url, name=name)
     model.server_handle = handle
     return model
 

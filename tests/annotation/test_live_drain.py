@@ -13,7 +13,7 @@ from rq.job import Job
 from annotation import jobs
 from annotation.models import Example, ExampleStatus, RoundStats
 from models_hub.demo.sentiment import SentimentHandler
-from tests.annotation.conftest import put_in_loop, run_jobs
+from tests.annotation.conftest import put_in_loop, run_jobs, serve_in_loop
 from tests.annotation.test_create import POSITIVE, submit
 
 # The drain runs after the examples' transactions commit.
@@ -60,8 +60,7 @@ def _submit_many(client, texts):
 @pytest.fixture
 def counting_model(sentiment_task, owner, model_server_factory, redis_connection):
     handler = CountingHandler()
-    handle = model_server_factory(handler)
-    model = put_in_loop(sentiment_task, owner, handle.url, name="counted")
+    model = serve_in_loop(sentiment_task, owner, model_server_factory, handler, "counted")
     model.handler = handler
     return model
 
