@@ -59,6 +59,16 @@ TIMEOUT_MARGIN_SECONDS = 5
 # The examples waiting for a drain ("<example id>:<attempt>", oldest first), and the flag that
 # a drain job is queued and has not started yet. The flag expires: a web process that dies
 # between setting it and queueing the job holds later drains back that long at most.
+# When Redis cannot be reached, an example fails with this code and message (it is saved; the
+# worker asks the model again from its page), and a sandbox question says so.
+QUEUE_UNAVAILABLE = "queue.unavailable"
+QUEUE_UNAVAILABLE_MESSAGE = (
+    "The model could not be asked: the job queue is not reachable. Your example is saved; "
+    "ask the model again in a moment."
+)
+SANDBOX_QUEUE_UNAVAILABLE_MESSAGE = (
+    "The model could not be asked: the job queue is not reachable. Try again in a moment."
+)
 PENDING_KEY = "annotation:live-pending"
 DRAIN_QUEUED_KEY = "annotation:live-drain-queued"
 DRAIN_QUEUED_TTL_SECONDS = 30
@@ -104,13 +114,20 @@ def enqueue_live_prediction(example_id: int, attempt: int, timeout: int = 60) ->
     queued here. ``timeout``: the example's model's call bound (``job_timeout``); a drain
     job's timeout covers a batch of such calls.
     """
-    connection = _queue().connection
-    with connection.pipeline(transaction=False) as pipe:
-        pipe.rpush(PENDING_KEY, f"{example_id}:{attempt}")
-        pipe.set(DRAIN_QUEUED_KEY, "1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS)
-        _, flagged = pipe.execute()
-    if flagged:
-        _enqueue_drain(timeout)
+    try:
+        connection = _queue().connection
+        with connection.pipeline(transaction=False) as pipe:
+            pipe.rpush(PENDING_KEY, f"{example_id}:{attempt}")
+            pipe.set(DRAIN_QUEUED_KEY, "1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS)
+            _, flagged = pipe.execute()
+        if flagged:
+            _enqueue_drain(timeout)
+    except RedisError:
+        # The example is saved: it fails with a message, and the worker asks again later.
+        logger.warning("could not queue the live answer of example %s", example_id, exc_info=True)
+        services.example_record_model_failure(
+            example_id, code=QUEUE_UNAVAILABLE, message=QUEUE_UNAVAILABLE_MESSAGE
+        )
     return live_job_id(example_id, attempt)
 
 
@@ -409,14 +426,17 @@ def wait_for_live_answer(job_id: str, seconds: float) -> dict[str, Any] | None:
 
     Returns what a live job stored (``services.MODEL_ANSWER_FIELDS`` by name) when it said so,
     or ``{}`` when the job ended without saying (RQ's result came first, it stored nothing,
-    or it is not a live job): the caller then reads the row.
+    or it is not a live job) or Redis cannot be reached: the caller then reads the row.
     """
     if seconds <= 0:
         return None
-    connection = _queue().connection
     done = _done_key(job_id)
     streams = {Result.get_key(job_id): "0-0", done: "0-0"}
-    response = connection.xread(streams, block=max(1, int(seconds * 1000)))
+    try:
+        response = _queue().connection.xread(streams, block=max(1, int(seconds * 1000)))
+    except RedisError:
+        logger.warning("could not wait for job %s", job_id, exc_info=True)
+        return {}  # the caller reads the row: what it holds is all there is to know
     if not response:
         return None
     for stream, entries in response:
@@ -458,10 +478,18 @@ def sandbox_result(job_id: str, actor_key: str) -> dict[str, Any] | None:
 
     Raise ``NotFound`` for a job that is not a sandbox job of ``actor_key``.
     """
-    job = sandbox_job(job_id, actor_key)
-    if job is None:
-        return {"ok": False, "code": "sandbox.expired", "message": "The answer expired."}
-    result = job.latest_result()
+    try:
+        job = sandbox_job(job_id, actor_key)
+        if job is None:
+            return {"ok": False, "code": "sandbox.expired", "message": "The answer expired."}
+        result = job.latest_result()
+    except RedisError:
+        logger.warning("could not read sandbox job %s", job_id, exc_info=True)
+        return {
+            "ok": False,
+            "code": QUEUE_UNAVAILABLE,
+            "message": SANDBOX_QUEUE_UNAVAILABLE_MESSAGE,
+        }
     if result is None:
         return None
     if result.type == Result.Type.SUCCESSFUL and isinstance(result.return_value, dict):

@@ -147,15 +147,22 @@ class PrivateRedis:
 
 
 @pytest.fixture
-def private_redis(settings):
+def private_redis(settings, monkeypatch):
     if _redis_server_binary() is None:
         pytest.skip("no redis-server binary")
     redis = PrivateRedis()
     redis.start()
     url = f"redis://127.0.0.1:{redis.port}/0"
-    settings.RQ_QUEUES = {
-        name: {**options, "URL": url} for name, options in settings.RQ_QUEUES.items()
-    }
+    queues = {name: {**options, "URL": url} for name, options in settings.RQ_QUEUES.items()}
+    settings.RQ_QUEUES = queues
+    # django_rq read RQ_QUEUES once, at import: its own mapping must point there too.
+    import django_rq.settings
+
+    for name, options in queues.items():
+        monkeypatch.setitem(django_rq.settings.QUEUES, name, options)
+    assert django_rq.get_connection("live").connection_pool.connection_kwargs["port"] == (
+        redis.port
+    )
     yield redis
     redis.kill()
 
@@ -173,22 +180,54 @@ def test_redis_restart_during_collection_loses_no_example_and_the_site_recovers(
 
     private_redis.kill()
     response, seconds = submit(client, task, context, "While Redis is down.")
-    # Nothing is lost: the example was stored before the queue was asked.
-    assert Example.objects.filter(task=task).count() == 2
+    # Nothing is lost: the example was stored before the queue was asked, and the worker is
+    # told that the model could not be asked, on the example page, with the retry button.
+    assert response.status_code == 200, (
+        f"with Redis down the create POST answered HTTP {response.status_code} instead of "
+        "the example page with a message"
+    )
     assert seconds < 10
-    down_status = response.status_code
+    assert Example.objects.filter(task=task).count() == 2
+    stranded = Example.objects.filter(task=task).order_by("-pk").first()
+    assert stranded.status == ExampleStatus.MODEL_FAILED
+    assert stranded.model_error_code == "queue.unavailable"
+    page = response.content.decode()
+    assert 'id="model-failed"' in page and "job queue is not reachable" in page
+    # The status poll and the example page answer too, from the row.
+    status = client.get(f"/tasks/{task.code}/examples/{stranded.pk}/status")
+    assert status.status_code == 200 and 'id="model-failed"' in status.content.decode()
 
     private_redis.start()
-    stranded = Example.objects.filter(task=task).order_by("-pk").first()
-    # Once Redis is back the worker can ask the model again for the stranded example.
-    if stranded.status == ExampleStatus.AWAITING_MODEL:
-        client.post(f"/tasks/{task.code}/examples/{stranded.pk}/retry")
+    # Once Redis is back the worker asks the model again for that example, and goes on.
+    retry = client.post(f"/tasks/{task.code}/examples/{stranded.pk}/retry")
+    assert retry.status_code in (200, 302)
     submit(client, task, context, "After Redis came back.")
     run_live_worker()
     statuses = list(Example.objects.filter(task=task).values_list("status", flat=True))
     assert len(statuses) == 3
-    assert down_status == 200, (
-        "with Redis down the create POST answered HTTP "
-        f"{down_status} instead of the example page with a message"
-    )
     assert statuses.count(ExampleStatus.MODEL_ANSWERED) == 3, statuses
+
+
+def test_a_sandbox_question_with_redis_down_gets_a_message_not_an_error(
+    live_task, demo_model, private_redis
+):
+    put_model_in_loop(live_task, demo_model.url, read_timeout=2.0)
+    task, context = live_task["task"], live_task["context"]
+    client = _client(live_task["worker"])
+    client.raise_request_exception = False
+    private_redis.kill()
+    response = client.post(
+        f"/tasks/{task.code}/create",
+        {
+            "context_id": context.pk,
+            "statement": "Just trying.",
+            "label": "negative",
+            "sandbox": "1",
+        },
+    )
+    assert response.status_code == 200
+    assert "job queue is not reachable" in response.content.decode()
+    assert not Example.objects.filter(task=task).exists()  # a sandbox question stores nothing
+    status = client.get(f"/tasks/{task.code}/sandbox/0123abcd-dead-beef/status")
+    assert status.status_code == 200
+    assert "job queue is not reachable" in status.content.decode()
