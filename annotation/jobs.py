@@ -44,7 +44,12 @@ from rq.results import Result
 from annotation import services
 from annotation.models import Example, ExampleStatus
 from dynatask_site.precompiled import PrecompiledQuery
-from models_hub.errors import ModelCallError
+from models_hub.errors import (
+    ModelAddressRefused,
+    ModelCallError,
+    ModelConfigurationError,
+    ModelUnreachable,
+)
 from models_hub.models import Model
 from models_hub.services import predict_live
 from tasks.errors import NotFound
@@ -66,6 +71,8 @@ QUEUE_UNAVAILABLE_MESSAGE = (
     "The model could not be asked: the job queue is not reachable. Your example is saved; "
     "ask the model again in a moment."
 )
+# Failures of a model as a whole: asking its examples one by one would fail each the same.
+MODEL_WIDE_ERRORS = (ModelUnreachable, ModelAddressRefused, ModelConfigurationError)
 SANDBOX_QUEUE_UNAVAILABLE_MESSAGE = (
     "The model could not be asked: the job queue is not reachable. Try again in a moment."
 )
@@ -148,10 +155,11 @@ def _enqueue_drain(timeout: int) -> None:
 
 
 def drain_timeout(timeout: int) -> int:
-    """RQ's bound on a drain job: a full batch of calls of ``timeout`` seconds each, after the
-    drain's budget. Every model call has its own, shorter deadline; this only stops a job
-    that hangs."""
-    return int(DRAIN_BUDGET_SECONDS + live_batch_size() * max(timeout, job_timeout(None)))
+    """RQ's bound on a drain job: after the drain's budget, a batch's call and then one call
+    per example (``_ask``), of ``timeout`` seconds each. Every model call has its own, shorter
+    deadline; this only stops a job that hangs."""
+    calls = live_batch_size() + 1
+    return int(DRAIN_BUDGET_SECONDS + calls * max(timeout, job_timeout(None)))
 
 
 def live_batch_size() -> int:
@@ -317,9 +325,9 @@ def _answer_batch(pending: list[tuple[int, int]]) -> dict[int, dict[str, Any]]:
 
 def _ask(examples: list[Example]) -> list[tuple[Example, Any]]:
     """Ask the examples' model (all the same) in one call; pair each example with its output
-    or the error. An answer the protocol refuses (``ModelCallError`` that is not retryable:
-    wrong length, fields or labels) may come from one input: the examples are then asked one
-    by one, so each keeps its own outcome. A model that does not answer fails them all."""
+    or the error. When the call fails, the examples are asked one by one, unless the failure
+    is the model's as a whole (``MODEL_WIDE_ERRORS``: unreachable, an address refused, a
+    registration that cannot be used), which fails them all at once."""
     model = examples[0].model
     inputs = [
         services.model_inputs(
@@ -333,7 +341,10 @@ def _ask(examples: list[Example]) -> list[tuple[Example, Any]]:
     try:
         result = predict_live(model, inputs)
     except ModelCallError as error:
-        if len(examples) > 1 and not error.retryable:
+        if len(examples) > 1 and not isinstance(error, MODEL_WIDE_ERRORS):
+            # The batch may be what failed: too slow for the read timeout, a reply over the
+            # size cap, too much for the server, or one input's answer refused. Each example
+            # is then asked alone, as it was before batches, and keeps its own outcome.
             return [pair for example in examples for pair in _ask([example])]
         return [(example, error) for example in examples]
     except Exception as error:  # a bug must not leave the pages waiting forever

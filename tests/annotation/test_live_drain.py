@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import django_rq
 import pytest
@@ -33,6 +34,18 @@ class CountingHandler(SentimentHandler):
     def predict(self, batch):
         with self.lock:
             self.batches.append(len(batch))
+        return super().predict(batch)
+
+
+class SlowPerItemHandler(CountingHandler):
+    """Takes ``seconds`` per statement: a batch takes as long as its items together."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+
+    def predict(self, batch):
+        time.sleep(self.seconds * len(batch))
         return super().predict(batch)
 
 
@@ -180,7 +193,7 @@ def test_an_answer_that_does_not_fit_fails_only_its_own_example(
     assert b'id="model-failed"' in page.content
 
 
-def test_a_model_that_is_down_fails_the_batch_in_one_attempt_each(
+def test_a_model_that_cannot_be_reached_fails_the_whole_batch_at_once(
     client, worker, counting_model, no_wait
 ):
     client.force_login(worker)
@@ -290,3 +303,23 @@ def test_an_answer_that_cannot_be_stored_fails_only_its_own_example(
     assert "storing the answer of example" in caplog.text
     answer = jobs.wait_for_live_answer(jobs.live_job_id(broken, 1), 0.05)
     assert answer["status"] == ExampleStatus.MODEL_FAILED
+
+
+def test_a_batch_too_slow_for_the_read_timeout_is_asked_one_example_at_a_time(
+    client, worker, sentiment_task, owner, model_server_factory, redis_connection, no_wait
+):
+    """The owner set the read timeout for one example; a batch of three takes three times as
+    long and times out. Each example alone fits, and is answered."""
+    handler = SlowPerItemHandler(0.3)
+    model = serve_in_loop(sentiment_task, owner, model_server_factory, handler, "slow")
+    from models_hub.models import Model
+
+    Model.objects.filter(pk=model.pk).update(read_timeout=0.5)
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE, "Ok."])
+    run_jobs()
+    # The batch of three (with the client's retry), then each example once on its own (the
+    # server's threads may record them interleaved).
+    assert handler.batches[0] == 3 and handler.batches.count(1) == 3
+    assert set(handler.batches) == {1, 3}
+    assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
