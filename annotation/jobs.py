@@ -4,8 +4,9 @@ non-forking SimpleWorker, in production).
 Live answers go through a drain. ``enqueue_live_prediction`` (after the example's commit)
 appends the example to a pending list in Redis and, unless a drain job is already queued and
 not yet started, queues ``live_drain_job``. A drain takes the pending examples in batches of
-``ANNOTATION_LIVE_BATCH_SIZE``, asks each batch's model once for all its examples, and stores
-each answer or failure through the services. Under load one job and one model call serve many
+``ANNOTATION_LIVE_BATCH_SIZE``, asks each batch's model once for all its examples (one at a
+time again when that call fails, unless the model as a whole does), and stores each answer or
+failure through the services. Under load one job and one model call serve many
 examples: with a job per example, RQ's bookkeeping and the HTTP exchange cost more than the
 answer (under the load test, the live workers' CPU per submission fell from 6.2 to 3.6 ms).
 When a drain starts, the next example queues the next drain, so every live worker takes a
@@ -61,9 +62,6 @@ RESULT_TTL_SECONDS = 600
 FAILURE_TTL_SECONDS = 24 * 3600
 # The live client makes at most two attempts; allow both plus a margin.
 TIMEOUT_MARGIN_SECONDS = 5
-# The examples waiting for a drain ("<example id>:<attempt>", oldest first), and the flag that
-# a drain job is queued and has not started yet. The flag expires: a web process that dies
-# between setting it and queueing the job holds later drains back that long at most.
 # When Redis cannot be reached, an example fails with this code and message (it is saved; the
 # worker asks the model again from its page), and a sandbox question says so.
 QUEUE_UNAVAILABLE = "queue.unavailable"
@@ -71,11 +69,14 @@ QUEUE_UNAVAILABLE_MESSAGE = (
     "The model could not be asked: the job queue is not reachable. Your example is saved; "
     "ask the model again in a moment."
 )
-# Failures of a model as a whole: asking its examples one by one would fail each the same.
-MODEL_WIDE_ERRORS = (ModelUnreachable, ModelAddressRefused, ModelConfigurationError)
 SANDBOX_QUEUE_UNAVAILABLE_MESSAGE = (
     "The model could not be asked: the job queue is not reachable. Try again in a moment."
 )
+# Failures of a model as a whole: asking its examples one by one would fail each the same.
+MODEL_WIDE_ERRORS = (ModelUnreachable, ModelAddressRefused, ModelConfigurationError)
+# The examples waiting for a drain ("<example id>:<attempt>", oldest first), and the flag that
+# a drain job is queued and has not started yet. The flag expires: a web process that dies
+# between setting it and queueing the job holds later drains back that long at most.
 PENDING_KEY = "annotation:live-pending"
 DRAIN_QUEUED_KEY = "annotation:live-drain-queued"
 DRAIN_QUEUED_TTL_SECONDS = 30
