@@ -167,14 +167,20 @@ def private_redis(settings, monkeypatch):
     redis.kill()
 
 
-def test_redis_restart_during_collection_loses_no_example_and_the_site_recovers(
-    live_task, demo_model, private_redis
-):
+@pytest.fixture
+def collecting(live_task, demo_model):
+    """The demo model in the loop, and the worker's client, which answers a server error as a
+    response instead of raising it: (task, context, client)."""
     put_model_in_loop(live_task, demo_model.url, read_timeout=2.0)
-    task, context = live_task["task"], live_task["context"]
     client = _client(live_task["worker"])
     client.raise_request_exception = False
+    return live_task["task"], live_task["context"], client
 
+
+def test_redis_restart_during_collection_loses_no_example_and_the_site_recovers(
+    collecting, private_redis
+):
+    task, context, client = collecting
     submit(client, task, context, "Before Redis goes away.")
     run_live_worker()
 
@@ -208,13 +214,8 @@ def test_redis_restart_during_collection_loses_no_example_and_the_site_recovers(
     assert statuses.count(ExampleStatus.MODEL_ANSWERED) == 3, statuses
 
 
-def test_a_sandbox_question_with_redis_down_gets_a_message_not_an_error(
-    live_task, demo_model, private_redis
-):
-    put_model_in_loop(live_task, demo_model.url, read_timeout=2.0)
-    task, context = live_task["task"], live_task["context"]
-    client = _client(live_task["worker"])
-    client.raise_request_exception = False
+def test_a_sandbox_question_with_redis_down_gets_a_message_not_an_error(collecting, private_redis):
+    task, context, client = collecting
     private_redis.kill()
     response = client.post(
         f"/tasks/{task.code}/create",
