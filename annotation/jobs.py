@@ -228,12 +228,10 @@ def live_drain_job() -> dict[str, int]:
         taken += len(items)
         _answer_batch(pending)
         if time.monotonic() >= deadline:
-            if connection.llen(PENDING_KEY):
-                with connection.pipeline(transaction=False) as pipe:
-                    pipe.set(DRAIN_QUEUED_KEY, "1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS)
-                    (flagged,) = pipe.execute()
-                if flagged:
-                    _enqueue_drain(job_timeout(None))
+            if connection.llen(PENDING_KEY) and connection.set(
+                DRAIN_QUEUED_KEY, "1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS
+            ):
+                _enqueue_drain(job_timeout(None))
             break
         items = connection.lpop(PENDING_KEY, size)
     return {"examples": taken}
@@ -264,8 +262,6 @@ def _examples_query(count: int) -> PrecompiledQuery:
 
     def build(**pks):
         queryset = Example.objects.select_related(*_JOB_RELATED).order_by()
-        if count == 1:
-            return queryset.filter(pk=pks["pk0"])[:1]
         return queryset.filter(pk__in=[pks[name] for name in names])
 
     return PrecompiledQuery(build, **dict.fromkeys(names, int))
@@ -415,21 +411,26 @@ def sandbox_prediction_job(model_id: int, inputs: dict[str, Any]) -> dict[str, A
 SANDBOX_ACTOR_META = "actor"
 
 
-def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any], actor_key: str) -> str:
-    """Queue a sandbox prediction for the actor ``actor_key`` (``Actor.key``); return its id.
+def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any], actor_key: str) -> str | None:
+    """Queue a sandbox prediction for the actor ``actor_key`` (``Actor.key``); return its id,
+    or None when Redis cannot be reached (``SANDBOX_QUEUE_UNAVAILABLE_MESSAGE`` says so).
 
     The key goes into the job's meta: only that actor may read the answer
     (``sandbox_job``), whoever else learns the job id.
     """
-    job = _queue().enqueue(
-        sandbox_prediction_job,
-        model.pk,
-        inputs,
-        job_timeout=job_timeout(model),
-        result_ttl=RESULT_TTL_SECONDS,
-        failure_ttl=FAILURE_TTL_SECONDS,
-        meta={SANDBOX_ACTOR_META: actor_key},
-    )
+    try:
+        job = _queue().enqueue(
+            sandbox_prediction_job,
+            model.pk,
+            inputs,
+            job_timeout=job_timeout(model),
+            result_ttl=RESULT_TTL_SECONDS,
+            failure_ttl=FAILURE_TTL_SECONDS,
+            meta={SANDBOX_ACTOR_META: actor_key},
+        )
+    except RedisError:
+        logger.warning("could not queue a sandbox question", exc_info=True)
+        return None
     return job.id
 
 
@@ -483,6 +484,21 @@ def sandbox_job(job_id: str, actor_key: str):
     if not actor_key or job.meta.get(SANDBOX_ACTOR_META) != actor_key:
         raise NotFound("no such sandbox answer")
     return job
+
+
+def wait_for_sandbox(job_id: str, actor_key: str, seconds: float) -> None:
+    """Block up to ``seconds`` for the actor's sandbox job ``job_id``.
+
+    Raises ``NotFound`` (before waiting) for a job that is not a sandbox job of this actor.
+    Returns at once when the job expired or Redis cannot be reached: ``sandbox_result`` then
+    says which.
+    """
+    try:
+        asked = sandbox_job(job_id, actor_key) is not None
+    except RedisError:
+        return
+    if asked:
+        wait_for_job(job_id, seconds)
 
 
 def sandbox_result(job_id: str, actor_key: str) -> dict[str, Any] | None:

@@ -3,7 +3,6 @@ render. Pages are server-rendered; htmx swaps the example's status panel."""
 
 from __future__ import annotations
 
-import logging
 import random
 from dataclasses import dataclass
 from functools import wraps
@@ -16,7 +15,6 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from redis.exceptions import RedisError
 
 from annotation import jobs, selectors, services
 from annotation.actors import actor_from_request, campaign_quota_reached, campaign_record_time
@@ -41,8 +39,6 @@ from models_hub.selectors import model_pick_for_round
 from tasks.config.values import check_worker_input
 from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tasks.permissions import can_review_examples
-
-logger = logging.getLogger(__name__)
 
 PREFS_KEY = "annotation_prefs"
 LAST_KEY = "annotation_last"
@@ -289,10 +285,8 @@ def _sandbox(request, task, round_, config, context, form, data, goal_label):
         sandbox["message"] = "No model is in the loop of this round."
     else:
         inputs = services.model_inputs(config, data, context_data, uid="sandbox")
-        try:
-            job_id = jobs.enqueue_sandbox_prediction(model, inputs, request.actor.key)
-        except RedisError:
-            logger.warning("could not queue a sandbox question", exc_info=True)
+        job_id = jobs.enqueue_sandbox_prediction(model, inputs, request.actor.key)
+        if job_id is None:
             sandbox["message"] = jobs.SANDBOX_QUEUE_UNAVAILABLE_MESSAGE
         else:
             jobs.wait_for_job(job_id, sync_wait_seconds())
@@ -329,12 +323,7 @@ def sandbox_status(request, code: str, job_id: str):
     if not job_id.replace("-", "").isalnum():
         raise Http404
     # Only the worker who asked reads the answer (NotFound otherwise), checked before waiting.
-    try:
-        asked = jobs.sandbox_job(job_id, request.actor.key) is not None
-    except RedisError:
-        asked = False  # the answer says the queue is not reachable
-    if asked:
-        jobs.wait_for_job(job_id, poll_wait_seconds())
+    jobs.wait_for_sandbox(job_id, request.actor.key, poll_wait_seconds())
     # The sandbox keeps nothing: the inputs come back from the page for the verdict.
     data = {}
     sandbox = _sandbox_view(task, task.config, data, job_id, request.actor)
