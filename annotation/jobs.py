@@ -9,9 +9,13 @@ time again when that call fails, unless the model as a whole does), and stores e
 failure through the services. Under load one job and one model call serve many
 examples: with a job per example, RQ's bookkeeping and the HTTP exchange cost more than the
 answer (under the load test, the live workers' CPU per submission fell from 6.2 to 3.6 ms).
-When a drain starts, the next example queues the next drain, so every live worker takes a
-share. An example alone is answered as before, in one job. A drain that has run
-``DRAIN_BUDGET_SECONDS`` takes no new batch and queues a successor.
+A drain holds the flag while it works, so an example that arrives meanwhile joins it; a
+batch that outlasts the hold (a slow model) lets the next example queue a second drain,
+which another worker runs beside it. In a long-running worker a drain that has emptied the
+list waits a moment for the next example (``ANNOTATION_LIVE_LINGER_SECONDS``), unless
+another job waits for the worker: under a steady stream of examples, no job is queued and
+started per batch. A drain that has run ``DRAIN_BUDGET_SECONDS`` takes no new batch and
+queues a successor.
 
 ``live_prediction_job(example_id, attempt)`` answers one example (the same path); it is
 idempotent (an example that already has an answer is left alone), as the drain is.
@@ -83,6 +87,11 @@ DRAIN_QUEUED_TTL_SECONDS = 30
 DRAIN_JOB_PREFIX = "annotation-live-drain-"
 # A drain takes no new batch after this many seconds (the next drain goes on).
 DRAIN_BUDGET_SECONDS = 5.0
+# A drain's hold of the flag lapses this long after its last batch began unless renewed; a
+# waiting drain renews it every ``LISTEN_POLL_SECONDS`` and then sees whether another job
+# waits for the worker.
+DRAIN_HOLD_MS = 1000
+LISTEN_POLL_SECONDS = 0.25
 
 
 def job_timeout(model: Model | None) -> int:
@@ -155,6 +164,27 @@ def _enqueue_drain(timeout: int) -> None:
         pipe.execute()
 
 
+_KICK = """
+if redis.call('LLEN', KEYS[1]) > 0 and redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[1]) then
+  return 1
+end
+return 0
+"""
+
+
+def ensure_drain(timeout: int) -> None:
+    """Queue a drain if examples are pending and the flag is free (no drain queued, at work
+    or waiting). A drain that dies (``kill -9``) while it holds the flag lets its hold lapse,
+    and the examples that joined the list meanwhile would wait for the next submission: the
+    status poll of a waiting page calls this. One round trip; best effort."""
+    try:
+        connection = _queue().connection
+        if connection.eval(_KICK, 2, PENDING_KEY, DRAIN_QUEUED_KEY, DRAIN_QUEUED_TTL_SECONDS):
+            _enqueue_drain(timeout)
+    except RedisError:
+        logger.warning("could not look at the live list", exc_info=True)
+
+
 def drain_timeout(timeout: int) -> int:
     """RQ's bound on a drain job: after the drain's budget, a batch's call and then one call
     per example (``_ask``), of ``timeout`` seconds each. Every model call has its own, shorter
@@ -210,31 +240,118 @@ def live_prediction_job(example_id: int, attempt: int = 1) -> dict[str, Any]:
 def live_drain_job() -> dict[str, int]:
     """Take the pending examples in batches of ``live_batch_size()`` and answer each batch.
 
-    The drain flag is cleared first, in the round trip of the first batch: from then on a new
-    example queues a new drain, which the next free worker runs beside this one. Stops when
-    the list is empty or, once ``DRAIN_BUDGET_SECONDS`` have passed, after the batch at hand
-    (making sure a drain is queued for what is left). Returns how many examples it took.
+    The drain holds the drain flag (its own token, ``_CLAIM``) while it works: an example
+    that arrives meanwhile joins the list, and this drain takes it with the next batch. The
+    hold lapses after ``DRAIN_HOLD_MS`` unless renewed, which each batch does: a batch slower
+    than that (a slow model) lets the next example queue a second drain, which the next free
+    worker runs beside this one. When the list is empty, a drain in a long-running worker
+    waits up to ``live_linger_seconds()`` for more (``_listen``); then it lets the flag go and
+    looks at the list once more (``_let_go``). Once ``DRAIN_BUDGET_SECONDS`` have passed it
+    takes no new batch (making sure a drain is queued for what is left). Returns how many
+    examples it took.
     """
     connection = _queue().connection
+    token = uuid.uuid4().hex
     deadline = time.monotonic() + DRAIN_BUDGET_SECONDS
     size = live_batch_size()
-    with connection.pipeline(transaction=False) as pipe:
-        pipe.delete(DRAIN_QUEUED_KEY)
-        pipe.lpop(PENDING_KEY, size)
-        _, items = pipe.execute()
+    holding, items = _take(connection, token, size)
     taken = 0
-    while items:
-        pending = _parse_pending(items)
-        taken += len(items)
-        _answer_batch(pending)
-        if time.monotonic() >= deadline:
-            if connection.llen(PENDING_KEY) and connection.set(
-                DRAIN_QUEUED_KEY, "1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS
-            ):
-                _enqueue_drain(job_timeout(None))
+    while True:
+        while items:
+            pending = _parse_pending(items)
+            taken += len(items)
+            _answer_batch(pending)
+            if time.monotonic() >= deadline:
+                if holding:
+                    _let_go(connection, token, 0)
+                if connection.llen(PENDING_KEY) and connection.set(
+                    DRAIN_QUEUED_KEY, "1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS
+                ):
+                    _enqueue_drain(job_timeout(None))
+                return {"examples": taken}
+            if holding:
+                holding, items = _take(connection, token, size)
+            else:
+                items = connection.lpop(PENDING_KEY, size)
+        if not holding:
+            return {"examples": taken}
+        holding, items = _listen(connection, token, size, deadline)
+
+
+# The drain flag's values: "1" while a queued drain has not started, a drain's token while
+# that drain holds it. ``_CLAIM`` takes or renews the hold unless another drain holds it.
+_CLAIM = """
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == '1' or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+def _take(connection, token: str, size: int) -> tuple[bool, list]:
+    """Claim or renew the hold and take the next batch, in one round trip: (holding, items)."""
+    with connection.pipeline(transaction=False) as pipe:
+        pipe.eval(_CLAIM, 1, DRAIN_QUEUED_KEY, token, DRAIN_HOLD_MS)
+        pipe.lpop(PENDING_KEY, size)
+        claimed, items = pipe.execute()
+    return bool(claimed), items or []
+
+
+def _listen(connection, token: str, size: int, deadline: float) -> tuple[bool, list]:
+    """Wait for pending examples while holding the flag: up to ``live_linger_seconds()`` in
+    a long-running worker, until the budget's ``deadline``, and only while no other job waits
+    on the live queue (a sandbox question, say, waits at most ``LISTEN_POLL_SECONDS``).
+    Returns (holding, items); a drain that stops waiting lets the flag go first."""
+    linger = live_linger_seconds()
+    until = min(deadline, time.monotonic() + linger)
+    queue_key = _queue().key
+    while (left := until - time.monotonic()) > 0:
+        with connection.pipeline(transaction=False) as pipe:
+            pipe.eval(_CLAIM, 1, DRAIN_QUEUED_KEY, token, DRAIN_HOLD_MS)
+            # Redis runs a pipeline's commands in order: the LPOP right after the BLPOP.
+            pipe.blpop([PENDING_KEY], timeout=min(LISTEN_POLL_SECONDS, left))
+            if size > 1:
+                pipe.lpop(PENDING_KEY, size - 1)
+            pipe.llen(queue_key)
+            claimed, popped, *rest, waiting = pipe.execute()
+        rest = rest[0] if rest else None
+        items = [popped[1], *(rest or [])] if popped else []
+        if not claimed:  # another drain holds the flag: it takes what comes
+            return False, items
+        if items:
+            return True, items
+        if waiting:
             break
-        items = connection.lpop(PENDING_KEY, size)
-    return {"examples": taken}
+    return False, _let_go(connection, token, size)
+
+
+def _let_go(connection, token: str, size: int) -> list:
+    """Release the hold, then take what arrived meanwhile (up to ``size``), in one round
+    trip. An example pushed after that LPOP finds the flag free and queues a new drain."""
+    with connection.pipeline(transaction=False) as pipe:
+        pipe.eval(_RELEASE, 1, DRAIN_QUEUED_KEY, token)
+        if size:
+            pipe.lpop(PENDING_KEY, size)
+        results = pipe.execute()
+    return (results[1] or []) if size else []
+
+
+def live_linger_seconds() -> float:
+    """How long a drain waits for new examples once the list is empty: ``ANNOTATION_LIVE_
+    LINGER_SECONDS`` in a long-running live worker, 0 elsewhere (a burst worker, a test)."""
+    from models_hub.jobs import LiveWorker
+
+    if not LiveWorker.long_running:
+        return 0.0
+    return max(0.0, float(getattr(settings, "ANNOTATION_LIVE_LINGER_SECONDS", 1.0)))
 
 
 def _parse_pending(items) -> list[tuple[int, int]]:

@@ -430,6 +430,7 @@ def example_status(request, code: str, pk: int):
     task = selectors.task_for_actor(code, request.actor)
     example = selectors.example_get_for_actor(task, pk, request.actor)
     if example.status == ExampleStatus.AWAITING_MODEL:
+        jobs.ensure_drain(jobs.job_timeout(example.model))
         job_id = jobs.live_job_id(example.pk, example.model_attempts)
         if jobs.wait_for_job(job_id, poll_wait_seconds()):
             example = selectors.example_get_for_actor(task, pk, request.actor)

@@ -259,6 +259,10 @@ class LiveWorker(SimpleWorker):
 
     HEARTBEAT_EVERY = 10.0
     SUSPENSION_CHECK_EVERY = 1.0
+    # Set in the process of a long-running worker (not in burst mode): a job may then keep
+    # the worker a moment longer for work that is about to arrive (``annotation.jobs``'s drain
+    # waits for new examples). A burst worker, a test or a shell never waits.
+    long_running = False
 
     _last_heartbeat: float | None = None
     _last_suspension_check: float | None = None
@@ -272,6 +276,7 @@ class LiveWorker(SimpleWorker):
         if not burst and threading.current_thread() is threading.main_thread():
             use_thread_locals()  # a worker process runs no event loop
             freeze_after_startup(templates=())
+            LiveWorker.long_running = True
         return super().work(*args, **kwargs)
 
     def heartbeat(self, timeout: int | None = None, pipeline=None):

@@ -227,6 +227,10 @@ ANNOTATION_SLOW_MODEL_SECONDS = float(os.environ.get("ANNOTATION_SLOW_MODEL_SECO
 # How many waiting examples a drain of the live queue answers with one model call at most
 # (a model's own ``batch_size`` splits a larger call).
 ANNOTATION_LIVE_BATCH_SIZE = int(os.environ.get("ANNOTATION_LIVE_BATCH_SIZE", "16"))
+# How long a drain in a long-running live worker waits for new examples once it has answered
+# all of them: an example that arrives meanwhile is taken at once, with no job to queue and
+# start. The worker stays free for other jobs: the drain stops waiting when one is queued.
+ANNOTATION_LIVE_LINGER_SECONDS = float(os.environ.get("ANNOTATION_LIVE_LINGER_SECONDS", "1"))
 # Seconds RQ keeps a finished live job (its hash and result). A live job wakes its page through
 # a stream of its own and writes its outcome to the example, so only operators read it later;
 # at 100 submissions/s, 600 s would keep 60,000 job records in Redis. Not 0: RQ then deletes

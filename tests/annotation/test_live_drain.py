@@ -119,19 +119,122 @@ def test_a_batch_is_at_most_the_batch_size_and_one_drain_takes_them_all(
     assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
 
 
-def test_a_started_drain_lets_the_next_example_queue_another(
+def test_an_example_that_arrives_while_a_drain_works_joins_that_drain(
     client, worker, counting_model, no_wait
 ):
-    """The flag is cleared when a drain starts: an example that arrives while it runs queues
-    a second drain, which a second worker runs beside the first."""
+    """A drain holds the flag with its token while it works: the next example joins the list
+    and queues no drain. A second drain neither takes nor releases that hold. Once the holder
+    lets go, it takes what arrived meanwhile, and the next example queues a drain."""
     client.force_login(worker)
     _submit_many(client, [POSITIVE])
     [first] = _drain_ids()
-    # What a drain does first, in its first round trip: clear the flag, take the batch.
     connection = django_rq.get_connection(jobs.LIVE_QUEUE)
-    connection.delete(jobs.DRAIN_QUEUED_KEY)
+    holding, items = jobs._take(connection, "drain-a", 16)  # what a drain does first
+    assert holding and len(items) == 1
     _submit_many(client, [NEGATIVE])
-    assert len(_drain_ids()) == 2 and _drain_ids()[0] == first
+    assert _drain_ids() == [first]
+    holding_b, by_b = jobs._take(connection, "drain-b", 16)
+    assert not holding_b and len(by_b) == 1  # another drain takes work, not the hold
+    assert jobs._let_go(connection, "drain-b", 0) == []
+    assert connection.get(jobs.DRAIN_QUEUED_KEY) == b"drain-a"
+    _submit_many(client, [POSITIVE + " Again."])
+    assert _drain_ids() == [first]
+    later = jobs._let_go(connection, "drain-a", 16)
+    assert len(later) == 1 and connection.get(jobs.DRAIN_QUEUED_KEY) is None
+    jobs._answer_batch(jobs._parse_pending(items + by_b + later))
+    assert counting_model.handler.batches == [3]
+    _submit_many(client, ["Ok."])
+    assert len(_drain_ids()) == 2
+    run_jobs()
+    assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
+
+
+def _drain_in_thread(results: list) -> threading.Thread:
+    from django.db import connection
+
+    def drain():
+        try:
+            results.append(jobs.live_drain_job())
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=drain, daemon=True)
+    thread.start()
+    return thread
+
+
+def _answered(example: Example, seconds: float = 10) -> dict:
+    answer = jobs.wait_for_live_answer(jobs.live_job_id(example.pk, 1), seconds)
+    assert answer, f"example {example.pk} was not answered"
+    return answer
+
+
+def test_a_drain_in_a_long_running_worker_waits_for_the_next_example(
+    client, worker, counting_model, no_wait, settings, monkeypatch
+):
+    """Once the list is empty, a drain of a long-running worker waits for more: the next
+    example is taken at once, and no job is queued for it. The drain stops waiting as soon
+    as another job is queued on the live queue, and lets the flag go."""
+    from models_hub.jobs import LiveWorker
+
+    monkeypatch.setattr(LiveWorker, "long_running", True)
+    settings.ANNOTATION_LIVE_LINGER_SECONDS = 30
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE])
+    queue = django_rq.get_queue(jobs.LIVE_QUEUE)
+    queue.empty()  # the drain is run here, in a thread, instead
+    results: list = []
+    thread = _drain_in_thread(results)
+    first = Example.objects.get()
+    _answered(first)
+    _submit_many(client, [NEGATIVE])
+    second = Example.objects.exclude(pk=first.pk).get()
+    assert _answered(second)["model_wrong"] is False
+    assert _drain_ids() == []  # the waiting drain took it: no job
+    assert thread.is_alive()
+    started = time.monotonic()
+    queue.enqueue(time.sleep, 0)  # another job for the worker
+    thread.join(timeout=10)
+    assert not thread.is_alive() and time.monotonic() - started < 5
+    assert results == [{"examples": 2}]
+    assert queue.connection.get(jobs.DRAIN_QUEUED_KEY) is None
+    assert counting_model.handler.batches == [1, 1]
+
+
+def test_a_drain_whose_batch_outlasts_its_hold_lets_a_second_drain_start(
+    client,
+    worker,
+    sentiment_task,
+    owner,
+    model_server_factory,
+    redis_connection,
+    no_wait,
+    monkeypatch,
+):
+    """A slow model: the hold lapses while the batch is asked, so the next example queues a
+    drain of its own, which another worker runs beside the first."""
+
+    class SlowHandler(CountingHandler):
+        def predict(self, batch):
+            outputs = super().predict(batch)
+            time.sleep(1.0)
+            return outputs
+
+    handler = SlowHandler()
+    serve_in_loop(sentiment_task, owner, model_server_factory, handler, "slow")
+    monkeypatch.setattr(jobs, "DRAIN_HOLD_MS", 100)
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE])
+    django_rq.get_queue(jobs.LIVE_QUEUE).empty()
+    results: list = []
+    thread = _drain_in_thread(results)
+    deadline = time.monotonic() + 10
+    while not handler.batches and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # the model is still answering; the hold has lapsed
+    _submit_many(client, [NEGATIVE])
+    assert len(_drain_ids()) == 1
+    thread.join(timeout=10)
     run_jobs()
     assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
 
@@ -323,3 +426,20 @@ def test_a_batch_too_slow_for_the_read_timeout_is_asked_one_example_at_a_time(
     assert handler.batches[0] == 3 and handler.batches.count(1) == 3
     assert set(handler.batches) == {1, 3}
     assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
+
+
+def test_a_status_poll_queues_a_drain_only_for_pending_examples_with_the_flag_free(
+    redis_connection,
+):
+    queue = django_rq.get_queue(jobs.LIVE_QUEUE)
+    jobs.ensure_drain(60)
+    assert queue.count == 0  # nothing pending
+    redis_connection.rpush(jobs.PENDING_KEY, "7:1")
+    redis_connection.set(jobs.DRAIN_QUEUED_KEY, "a-drain-at-work")
+    jobs.ensure_drain(60)
+    assert queue.count == 0  # the holder takes it
+    redis_connection.delete(jobs.DRAIN_QUEUED_KEY)  # its hold lapsed
+    jobs.ensure_drain(60)
+    jobs.ensure_drain(60)
+    assert queue.count == 1
+    assert redis_connection.get(jobs.DRAIN_QUEUED_KEY) == b"1"

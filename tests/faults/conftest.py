@@ -17,6 +17,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.factories import ContextFactory, TaskFactory, UserFactory
@@ -186,3 +187,100 @@ def submit(client, task, context, text: str = "What a lovely day it was."):
         {"context_id": context.pk, "statement": text, "label": "negative"},
     )
     return response, time.monotonic() - started
+
+
+def _database_url() -> str:
+    """The URL of the database this test really uses (pytest-django's ``test_<name>``)."""
+    from django.db import connection
+
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    user = settings.get("USER") or ""
+    password = f":{settings['PASSWORD']}" if settings.get("PASSWORD") else ""
+    credentials = f"{user}{password}@" if user else ""
+    host = settings.get("HOST") or "127.0.0.1"
+    port = f":{settings['PORT']}" if settings.get("PORT") else ""
+    return f"postgres://{credentials}{host}{port}/{settings['NAME']}"
+
+
+class WorkerProcess:
+    """``manage.py rqworker`` (the ``eval`` queue's ``EvalWorker`` unless told otherwise) in
+    its own process group, killed with its job horse; on the test database, with the test
+    settings and ``env`` on top."""
+
+    def __init__(
+        self,
+        log_path: Path,
+        queues: tuple[str, ...] = ("eval",),
+        worker_class: str = "leaderboards.jobs.EvalWorker",
+        env: dict[str, str] | None = None,
+    ):
+        self.log_path = log_path
+        self.queues = queues
+        self.worker_class = worker_class
+        self.env = env or {}
+        self.process: subprocess.Popen | None = None
+        self.log = None
+
+    def start(self) -> WorkerProcess:
+        from django.conf import settings
+
+        env = dict(os.environ)
+        env.update(
+            DJANGO_SETTINGS_MODULE="dynatask_site.settings.test",
+            DATABASE_URL=_database_url(),
+            REDIS_URL=settings.RQ_QUEUES[self.queues[0]]["URL"],
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(self.env)
+        self.log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "rqworker", *self.queues]
+            + ["--worker-class", self.worker_class],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    def signal(self, number: int) -> None:
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, number)
+
+    def kill(self) -> None:
+        """kill -9 the worker, then its job horse (RQ puts the horse in its own group)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        horses = psutil.Process(self.process.pid).children(recursive=True)
+        self.signal(signal.SIGKILL)  # first the worker: it must not see its horse die
+        for horse in horses:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                horse.kill()
+        self.process.wait(timeout=10)
+        psutil.wait_procs(horses, timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.signal(signal.SIGTERM)  # a warm shutdown: the horse ends its job
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+
+def wait_for(predicate, seconds: float, what: str, log_path: Path | None = None):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    tail = log_path.read_text(errors="replace")[-3000:] if log_path else ""
+    raise AssertionError(f"timed out after {seconds}s waiting for {what}\n{tail}")

@@ -9,20 +9,13 @@ the test database's real name.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-import psutil
 import pytest
-from django.db import connection
 
 from leaderboards import services
 from leaderboards.models import EvaluationRun, EvaluationShard, Prediction, RunStatus, Score
+from tests.faults.conftest import WorkerProcess, wait_for
 from tests.leaderboards.evalkit import (  # noqa: F401 - fixtures
     KeywordSentiment,
     eval_owner,
@@ -35,7 +28,6 @@ from tests.leaderboards.evalkit import serving as serving_model
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = 200
 SHARD_SIZE = 50
 # Job metrics depend on timing, not on the model's outputs.
@@ -48,89 +40,6 @@ class SlowKeywordSentiment(KeywordSentiment):
     def predict(self, batch):
         time.sleep(0.02)
         return super().predict(batch)
-
-
-def _database_url() -> str:
-    """The URL of the database this test really uses (pytest-django's ``test_<name>``)."""
-    settings = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{settings['NAME']}"
-    user = settings.get("USER") or ""
-    password = f":{settings['PASSWORD']}" if settings.get("PASSWORD") else ""
-    credentials = f"{user}{password}@" if user else ""
-    host = settings.get("HOST") or "127.0.0.1"
-    port = f":{settings['PORT']}" if settings.get("PORT") else ""
-    return f"postgres://{credentials}{host}{port}/{settings['NAME']}"
-
-
-class EvalWorkerProcess:
-    """``manage.py rqworker eval`` in its own process group (killed with its job horse)."""
-
-    def __init__(self, log_path: Path):
-        self.log_path = log_path
-        self.process: subprocess.Popen | None = None
-        self.log = None
-
-    def start(self) -> EvalWorkerProcess:
-        from django.conf import settings
-
-        env = dict(os.environ)
-        env.update(
-            DJANGO_SETTINGS_MODULE="dynatask_site.settings.test",
-            DATABASE_URL=_database_url(),
-            REDIS_URL=settings.RQ_QUEUES["eval"]["URL"],
-            PYTHONUNBUFFERED="1",
-        )
-        self.log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "rqworker", "eval"]
-            + ["--worker-class", "leaderboards.jobs.EvalWorker"],
-            cwd=ROOT,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self
-
-    def signal(self, number: int) -> None:
-        if self.process is not None and self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, number)
-
-    def kill(self) -> None:
-        """kill -9 the worker, then its job horse (RQ puts the horse in its own group)."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        horses = psutil.Process(self.process.pid).children(recursive=True)
-        self.signal(signal.SIGKILL)  # first the worker: it must not see its horse die
-        for horse in horses:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                horse.kill()
-        self.process.wait(timeout=10)
-        psutil.wait_procs(horses, timeout=10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.signal(signal.SIGTERM)  # a warm shutdown: the horse ends its job
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-
-
-def wait_for(predicate, seconds: float, what: str, log_path: Path | None = None):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    tail = log_path.read_text(errors="replace")[-3000:] if log_path else ""
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}\n{tail}")
 
 
 def comparable(score: Score) -> dict:
@@ -152,7 +61,7 @@ def test_eval_worker_killed_mid_run_recovers_and_scores_like_an_uninterrupted_ru
     log_path = tmp_path / "rqworker.log"
     dataset = import_sentiment(eval_task, EXAMPLES, evaluate=False)
     assert dataset.row_count == EXAMPLES
-    workers: list[EvalWorkerProcess] = []
+    workers: list[WorkerProcess] = []
     with serving_model(SlowKeywordSentiment()) as server:
         fields = {"batch_size": 1, "max_concurrency": 1}
         reference = make_model(eval_task, eval_owner, server.url, name="reference", **fields)
@@ -175,7 +84,7 @@ def test_eval_worker_killed_mid_run_recovers_and_scores_like_an_uninterrupted_ru
                 victim, dataset, shard_size=SHARD_SIZE, include_perturbations=False
             )
             assert run.shards.count() == EXAMPLES // SHARD_SIZE
-            first = EvalWorkerProcess(log_path).start()
+            first = WorkerProcess(log_path).start()
             workers.append(first)
 
             def mid_run():
@@ -195,7 +104,7 @@ def test_eval_worker_killed_mid_run_recovers_and_scores_like_an_uninterrupted_ru
             orphan = run.shards.get(status=RunStatus.RUNNING)
 
             # 3. A new worker: the orphaned shard is enqueued again and the run completes.
-            workers.append(EvalWorkerProcess(log_path).start())
+            workers.append(WorkerProcess(log_path).start())
 
             def finished():
                 run.refresh_from_db()

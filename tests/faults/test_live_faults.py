@@ -16,7 +16,14 @@ from rq.job import Job
 from rq.registry import FinishedJobRegistry
 
 from annotation.models import Example, ExampleStatus
-from tests.faults.conftest import free_port, put_model_in_loop, run_live_worker, submit
+from tests.faults.conftest import (
+    WorkerProcess,
+    free_port,
+    put_model_in_loop,
+    run_live_worker,
+    submit,
+    wait_for,
+)
 
 SYNC_WAIT = 0.5
 
@@ -100,6 +107,54 @@ def test_model_server_killed_during_collection_loses_nothing_and_recovers(live_t
     run_live_worker()
     assert Example.objects.filter(task=task).count() == 3
     assert not Example.objects.filter(task=task).exclude(status=ExampleStatus.MODEL_ANSWERED)
+
+
+def test_live_worker_killed_while_its_drain_waits_loses_nothing_and_recovers(
+    live_task, demo_model, tmp_path
+):
+    """A long-running live worker: its drain holds the flag while it waits for the next
+    example. kill -9 it there: the example that arrives next joins the list with no drain
+    queued. Once the hold lapses, the waiting page's status poll queues a drain, and a new
+    worker answers it."""
+    from annotation import jobs
+
+    put_model_in_loop(live_task, demo_model.url, read_timeout=2.0)
+    task, context = live_task["task"], live_task["context"]
+    client = _client(live_task["worker"])
+    log_path = tmp_path / "live-worker.log"
+    worker = WorkerProcess(
+        log_path,
+        queues=("live",),
+        worker_class="models_hub.jobs.LiveWorker",
+        env={"ANNOTATION_LIVE_LINGER_SECONDS": "60"},
+    ).start()
+    connection = django_rq.get_connection("live")
+    try:
+        submit(client, task, context, "First, to a live worker.")
+        first = Example.objects.get(task=task)
+        answered = jobs.wait_for_live_answer(jobs.live_job_id(first.pk, 1), 60)
+        assert answered, log_path.read_text(errors="replace")[-3000:]
+        # The drain waits for more, holding the flag with its token.
+        held = wait_for(lambda: connection.get(jobs.DRAIN_QUEUED_KEY), 5, "the drain's hold")
+        assert held != b"1"
+        worker.kill()
+    finally:
+        worker.stop()
+
+    response, _seconds = submit(client, task, context, "Second, the worker is dead.")
+    assert response.status_code == 200
+    second = Example.objects.exclude(pk=first.pk).get(task=task)
+    assert second.status == ExampleStatus.AWAITING_MODEL
+    assert connection.llen(jobs.PENDING_KEY) == 1
+    assert django_rq.get_queue("live").count == 0  # the dead drain's hold: no job queued
+    time.sleep(jobs.DRAIN_HOLD_MS / 1000 + 0.2)
+    status = client.get(f"/tasks/{task.code}/examples/{second.pk}/status")
+    assert status.status_code == 200
+    assert django_rq.get_queue("live").count == 1
+    run_live_worker()
+    second.refresh_from_db()
+    assert second.status == ExampleStatus.MODEL_ANSWERED
+    assert Example.objects.filter(task=task).count() == 2
 
 
 def _redis_server_binary() -> str | None:
