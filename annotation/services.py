@@ -36,7 +36,12 @@ from annotation.models import (
     ValidationState,
     VerdictSource,
 )
-from dynatask_site.precompiled import ColumnUpdate, PrecompiledQuery, PrecompiledUpdate
+from dynatask_site.precompiled import (
+    ColumnUpdate,
+    PrecompiledInsert,
+    PrecompiledQuery,
+    PrecompiledUpdate,
+)
 from models_hub.selectors import model_pick_for_round
 from tasks.config.types import FieldType, TaskConfig
 from tasks.config.values import check_metadata, check_worker_input
@@ -162,6 +167,9 @@ def _enqueue_live(example: Example) -> None:
     transaction.on_commit(lambda: jobs.enqueue_live_prediction(example_id, attempt, timeout))
 
 
+_EXAMPLE_INSERT = PrecompiledInsert(Example)
+
+
 @_retry_on_deadlock
 def example_submit(
     *,
@@ -200,7 +208,7 @@ def example_submit(
         goal_label = ""
     model = model_pick_for_round(round_)
     with transaction.atomic():
-        example = Example.objects.create(
+        example = _EXAMPLE_INSERT.create(
             task=task,
             round=round_,
             context=context,

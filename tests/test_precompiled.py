@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from annotation.models import Example
 from annotation.selectors import _TASK_WITH_OWNERSHIP
 from dynatask_site.precompiled import (
+    PrecompiledInsert,
     PrecompiledQuery,
     PrecompiledRows,
     PrecompiledUpdate,
@@ -362,3 +363,78 @@ def test_column_updates_take_values_of_any_type_and_match_exactly(django_assert_
         answer.run(changes, {**match, "status": None})
     with pytest.raises(TypeError):
         answer.run({"status": "x"}, match)
+
+
+EXAMPLE_INSERT = PrecompiledInsert(Example)
+
+
+def _new_example_values(task, user, **extra):
+    return {
+        "task": task,
+        "round": task.rounds.get(number=1),
+        "context": ContextFactory(task=task),
+        "config_version": task.current_config,
+        "user": user,
+        "input": {"statement": "It's <b>fine</b> \u2713", "label": "positive"},
+        "goal_label": "positive",
+        "time_spent_ms": 1200,
+        **extra,
+    }
+
+
+def test_an_insert_writes_the_row_the_orm_writes(django_assert_num_queries):
+    from django.db.models.signals import post_save, pre_save
+
+    task, user = TaskFactory(), UserFactory()
+    seen = []
+
+    def record(signal):
+        def receiver(sender, instance, **kwargs):
+            seen.append((signal, instance.pk, kwargs.get("created"), kwargs["using"]))
+
+        return receiver
+
+    on_pre, on_post = record("pre"), record("post")
+    pre_save.connect(on_pre, sender=Example)
+    post_save.connect(on_post, sender=Example)
+    try:
+        values = _new_example_values(task, user)
+        with django_assert_num_queries(1):  # the INSERT, nothing compiled or read back
+            fast = EXAMPLE_INSERT.create(**values)
+        orm = Example.objects.create(**values)
+    finally:
+        pre_save.disconnect(on_pre, sender=Example)
+        post_save.disconnect(on_post, sender=Example)
+    assert seen == [
+        ("pre", None, None, "default"),
+        ("post", fast.pk, True, "default"),
+        ("pre", None, None, "default"),
+        ("post", orm.pk, True, "default"),
+    ]
+    assert fast.pk and not fast._state.adding and fast._state.db == "default"
+    assert fast.created_at is not None and fast.updated_at is not None
+
+    def row(pk):
+        stored = Example.objects.filter(pk=pk).values().get()
+        return {k: v for k, v in stored.items() if k not in ("id", "created_at", "updated_at")}
+
+    assert row(fast.pk) == row(orm.pk)
+    stored = Example.objects.get(pk=fast.pk)
+    assert stored.created_at == fast.created_at and stored.updated_at == fast.updated_at
+    assert stored.input == values["input"] and stored.status == "awaiting_model"
+
+
+def test_an_insert_with_an_expression_goes_through_the_orm():
+    task, user = TaskFactory(), UserFactory()
+    example = EXAMPLE_INSERT.create(
+        **_new_example_values(task, user, time_spent_ms=Value(5) + Value(2))
+    )
+    assert Example.objects.get(pk=example.pk).time_spent_ms == 7
+
+
+def test_an_insert_refuses_an_unsaved_related_row():
+    task, user = TaskFactory(), UserFactory()
+    values = _new_example_values(task, user)
+    values["context"] = Context(task=task, round=values["round"], data={})
+    with pytest.raises(ValueError, match="unsaved related object"):
+        EXAMPLE_INSERT.create(**values)
