@@ -168,6 +168,7 @@ def _enqueue_live(example: Example) -> None:
 
 
 _EXAMPLE_INSERT = PrecompiledInsert(Example)
+_VALIDATION_INSERT = PrecompiledInsert(Validation)
 
 
 @_retry_on_deadlock
@@ -631,7 +632,7 @@ def validation_submit(
             raise Conflict("you already validated this example", code="validation.duplicate")
         metadata = _check_validate_metadata(example, label, metadata or {})
         owner_verdict = actor.user is not None and is_task_owner(actor.user, task)
-        validation = Validation.objects.create(
+        validation = _VALIDATION_INSERT.create(
             example=example,
             label=label,
             metadata=metadata,
