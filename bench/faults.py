@@ -12,6 +12,9 @@ The scenarios live in ``tests/faults/`` (they also run in the default test comma
   is lost, and a retry works once the server is back on its port;
 - a private Redis killed (-9) and restarted during collection: no example is lost and the
   site and the workers recover;
+- a long-running live worker (``manage.py rqworker live``) killed (-9) while its drain holds
+  the drain flag and waits for examples: the next example is not lost, and once the hold
+  lapses the waiting page's status poll queues a drain that answers it;
 - an eval worker (``manage.py rqworker eval`` and its job horse) killed (-9) in the middle of
   a run, then a new worker started: the run completes with one prediction per example and
   its Score equals that of an uninterrupted run of the same outputs

@@ -15,6 +15,9 @@ placeholder does not come through unchanged is refused when the query is first c
 the tests of each caller exercise. The queryset's own constants that are words or integers (a
 state, a kind) are written into the SQL as literals, so that PostgreSQL's generic plan of the
 prepared statement sees them (``_inline_constants``); ``explain`` shows that plan.
+
+``PrecompiledUpdate`` and ``ColumnUpdate`` do the same for hot UPDATEs, and
+``PrecompiledInsert`` for a hot ``create()`` (the create and validate POSTs' rows).
 """
 
 from __future__ import annotations
