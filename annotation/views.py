@@ -11,9 +11,12 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
+from django.template.loader import get_template
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import jobs, selectors, services
@@ -259,16 +262,35 @@ def _create_post(request, task, round_, config, actor):
         retained = {"input": data, "goal_label": goal_label} if retain else None
         form, next_goal = _new_form(request, task, config, context, retained=retained)
         next_form = _form_part(task, config, context, form, next_goal)
-    if example.status == ExampleStatus.AWAITING_MODEL:
-        job_id = jobs.live_job_id(example.pk, example.model_attempts)
-        answer = jobs.wait_for_live_answer(job_id, sync_wait_seconds())
-        if answer == {}:  # the job ended without saying what it stored
-            answer = selectors.example_model_answer(example.pk)
-        for name, value in (answer or {}).items():
-            setattr(example, name, value)
-    return _example_page(
-        request, task, example, from_post=True, quota_reached=quota_reached, next_form=next_form
+    if example.status != ExampleStatus.AWAITING_MODEL:
+        return _example_page(
+            request, task, example, from_post=True, quota_reached=quota_reached, next_form=next_form
+        )
+    # The page is laid out while the model answers, all but its status part, which is
+    # rendered into its slot once the answer is in. The part gets a context of its own,
+    # without the context processors: it uses none of them but the page's CSRF token.
+    csrf_token = get_token(request)
+    response = _example_page(
+        request,
+        task,
+        example,
+        from_post=True,
+        quota_reached=quota_reached,
+        next_form=next_form,
+        status_slot=True,
+        csrf_token=csrf_token,
     )
+    job_id = jobs.live_job_id(example.pk, example.model_attempts)
+    answer = jobs.wait_for_live_answer(job_id, sync_wait_seconds())
+    if answer == {}:  # the job ended without saying what it stored
+        answer = selectors.example_model_answer(example.pk)
+    for name, value in (answer or {}).items():
+        setattr(example, name, value)
+    status = get_template("annotation/_example_status.html").render(
+        {**_example_context(task, example, quota_reached=quota_reached), "csrf_token": csrf_token}
+    )
+    response.content = response.content.replace(STATUS_SLOT.encode(), status.encode(), 1)
+    return response
 
 
 def _sandbox(request, task, round_, config, context, form, data, goal_label):
@@ -394,11 +416,29 @@ def _example_context(task, example, *, metadata_form=None, quota_reached=False, 
     }
 
 
-def _example_page(request, task, example, *, from_post=False, quota_reached=False, next_form=None):
+# Where ``_create_post`` puts the status part of a page laid out before the model answered. An
+# HTML comment: what workers and owners write cannot hold one on this page (it is escaped).
+STATUS_SLOT = "<!--dynatask:example-status-->"
+
+
+def _example_page(
+    request,
+    task,
+    example,
+    *,
+    from_post=False,
+    quota_reached=False,
+    next_form=None,
+    status_slot=False,
+    csrf_token=None,
+):
     page = _example_context(task, example, quota_reached=quota_reached)
     config = page["config"]
+    if csrf_token is not None:
+        page["csrf_token"] = csrf_token  # instead of the context processor's
     page.update(
         {
+            "status_slot": mark_safe(STATUS_SLOT) if status_slot else None,  # noqa: S308
             "from_post": from_post,
             "next_form": next_form,
             "context_items": context_items(

@@ -140,6 +140,29 @@ def test_fast_path_renders_the_verdict_in_the_post_response(
     assert 'id="verdict-fooled"' in response.content.decode()
 
 
+def test_the_verdict_fills_the_slot_of_the_page_laid_out_while_the_model_answered(
+    client, worker, sentiment_model, background_worker, settings
+):
+    """The POST lays out its page before the answer, with a slot for the status part; a
+    statement that holds the slot's text cannot take its place (it is escaped)."""
+    from annotation.views import STATUS_SLOT
+
+    settings.ANNOTATION_SYNC_WAIT_SECONDS = 5
+    client.force_login(worker)
+    statement = f"{POSITIVE} {STATUS_SLOT}"
+    html = submit(client, "sentiment", statement=statement, label="negative").content.decode()
+    assert STATUS_SLOT not in html
+    assert "&lt;!--dynatask:example-status--&gt;" in html
+    assert html.count('id="example-status"') == 1
+    assert 'id="verdict-fooled"' in html
+    assert (
+        html.index('id="example-input"')
+        < html.index('id="example-status"')
+        < html.index('id="verdict-fooled"')
+        < html.index('id="write-another"')
+    )
+
+
 def test_status_poll_waits_for_the_job(
     client, worker, sentiment_model, background_worker, settings
 ):
