@@ -518,6 +518,9 @@ class PrecompiledInsert:
     def __init__(self, model: type):
         self.model = model
         meta = model._meta
+        if meta.parents or meta.proxy:
+            # ``save()`` writes a parent's row first: one INSERT cannot.
+            raise NotSupportedError(f"{meta.label}: a model with a parent table is not supported")
         self._fields = tuple(
             field
             for field in meta.local_concrete_fields

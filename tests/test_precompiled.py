@@ -438,3 +438,15 @@ def test_an_insert_refuses_an_unsaved_related_row():
     values["context"] = Context(task=task, round=values["round"], data={})
     with pytest.raises(ValueError, match="unsaved related object"):
         EXAMPLE_INSERT.create(**values)
+
+
+def test_an_insert_refuses_a_model_with_a_parent_table():
+    from types import SimpleNamespace
+
+    from django.db import NotSupportedError
+
+    class Child:  # what PrecompiledInsert reads of a multi-table child's options
+        _meta = SimpleNamespace(parents={Example: None}, proxy=False, label="tests.Child")
+
+    with pytest.raises(NotSupportedError, match="parent table"):
+        PrecompiledInsert(Child)
