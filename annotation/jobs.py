@@ -264,10 +264,7 @@ def live_drain_job() -> dict[str, int]:
             if time.monotonic() >= deadline:
                 if holding:
                     _let_go(connection, token, 0)
-                if connection.llen(PENDING_KEY) and connection.set(
-                    DRAIN_QUEUED_KEY, "1", nx=True, ex=DRAIN_QUEUED_TTL_SECONDS
-                ):
-                    _enqueue_drain(job_timeout(None))
+                ensure_drain(job_timeout(None))  # a successor for what is left
                 return {"examples": taken}
             if holding:
                 holding, items = _take(connection, token, size)

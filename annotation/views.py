@@ -277,8 +277,7 @@ def _create_post(request, task, round_, config, actor):
         from_post=True,
         quota_reached=quota_reached,
         next_form=next_form,
-        status_slot=True,
-        csrf_token=csrf_token,
+        slot_csrf_token=csrf_token,
     )
     job_id = jobs.live_job_id(example.pk, example.model_attempts)
     answer = jobs.wait_for_live_answer(job_id, sync_wait_seconds())
@@ -429,16 +428,17 @@ def _example_page(
     from_post=False,
     quota_reached=False,
     next_form=None,
-    status_slot=False,
-    csrf_token=None,
+    slot_csrf_token=None,
 ):
+    """The example's page. Given ``slot_csrf_token``, it has ``STATUS_SLOT`` in place of its
+    status part, and that CSRF token, which the caller gives the part it puts there."""
     page = _example_context(task, example, quota_reached=quota_reached)
     config = page["config"]
-    if csrf_token is not None:
-        page["csrf_token"] = csrf_token  # instead of the context processor's
+    if slot_csrf_token is not None:
+        page["csrf_token"] = slot_csrf_token  # instead of the context processor's
+        page["status_slot"] = mark_safe(STATUS_SLOT)  # noqa: S308
     page.update(
         {
-            "status_slot": mark_safe(STATUS_SLOT) if status_slot else None,  # noqa: S308
             "from_post": from_post,
             "next_form": next_form,
             "context_items": context_items(

@@ -109,18 +109,14 @@ def test_model_server_killed_during_collection_loses_nothing_and_recovers(live_t
     assert not Example.objects.filter(task=task).exclude(status=ExampleStatus.MODEL_ANSWERED)
 
 
-def test_live_worker_killed_while_its_drain_waits_loses_nothing_and_recovers(
-    live_task, demo_model, tmp_path
-):
+def test_live_worker_killed_while_its_drain_waits_loses_nothing_and_recovers(collecting, tmp_path):
     """A long-running live worker: its drain holds the flag while it waits for the next
     example. kill -9 it there: the example that arrives next joins the list with no drain
     queued. Once the hold lapses, the waiting page's status poll queues a drain, and a new
     worker answers it."""
     from annotation import jobs
 
-    put_model_in_loop(live_task, demo_model.url, read_timeout=2.0)
-    task, context = live_task["task"], live_task["context"]
-    client = _client(live_task["worker"])
+    task, context, client = collecting
     log_path = tmp_path / "live-worker.log"
     worker = WorkerProcess(
         log_path,
