@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 
 from annotation.actors import Actor
 from annotation.models import Example, ExampleStatus, Validation, ValidationState
@@ -131,21 +131,24 @@ def example_get_for_actor(task: Task, example_id: int, actor: Actor) -> Example:
     return example
 
 
-def _exclude_work_of(queryset: QuerySet[Example], column: str, actor_id: int) -> QuerySet[Example]:
-    """Drop the actor's own examples and the ones it validated (NOT EXISTS subquery);
-    ``column`` is ``user_id`` or ``campaign_worker_id``."""
+def _in_queue_of(column: str, actor_id: int) -> Q:
+    """The condition of an example in the validation queue of the actor whose ``column``
+    (``user_id`` or ``campaign_worker_id``) is ``actor_id``: pending, not retracted, with an
+    answer or no model, not the actor's own, not validated by them (NOT EXISTS)."""
     validated = Validation.objects.filter(example=OuterRef("pk"), **{column: actor_id})
-    return queryset.exclude(**{column: actor_id}).filter(~Exists(validated))
+    return (
+        Q(
+            validation_state=ValidationState.PENDING,
+            retracted=False,
+            status__in=VALIDATABLE_STATUSES,
+        )
+        & ~Q(**{column: actor_id})
+        & ~Q(Exists(validated))
+    )
 
 
 def _queue_of(task_id: int, column: str, actor_id: int) -> QuerySet[Example]:
-    queryset = Example.objects.filter(
-        task_id=task_id,
-        validation_state=ValidationState.PENDING,
-        retracted=False,
-        status__in=VALIDATABLE_STATUSES,
-    )
-    return _exclude_work_of(queryset, column, actor_id)
+    return Example.objects.filter(_in_queue_of(column, actor_id), task_id=task_id)
 
 
 def validation_queue(task: Task, actor: Actor) -> QuerySet[Example]:
@@ -201,10 +204,17 @@ _NEXT_TO_VALIDATE = {
     for verdict, lookup in _VERDICTS.items()
     for column in ("user_id", "campaign_worker_id")
 }
+# The validate POST's example, read by its primary key with whether it is still in the
+# actor's queue as a column (``in_queue``). As a filter, the queue's condition let PostgreSQL
+# take the partial index ``example_validation_queue`` for the lookup, when its statistics
+# lagged behind a growing table (the load test's), and walk the task's whole queue in it
+# (1.0-1.4 ms a call at 3,000 examples, growing with the queue) instead of one row.
 _IN_QUEUE = {
     column: PrecompiledQuery(
-        lambda task_id, actor_id, pk, column=column: _queue_of(task_id, column, actor_id)
-        .filter(pk=pk)
+        lambda task_id, actor_id, pk, column=column: Example.objects.filter(task_id=task_id, pk=pk)
+        .annotate(
+            in_queue=ExpressionWrapper(_in_queue_of(column, actor_id), output_field=BooleanField())
+        )
         .select_related("config_version", "context")
         .order_by()[:1],
         task_id=int,
@@ -247,7 +257,8 @@ def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
 def example_for_validation(task: Task, example_id: int, actor: Actor) -> Example | None:
     """Return example ``example_id`` if it is still in ``actor``'s validation queue."""
     column, actor_id = actor.id_column()
-    return _IN_QUEUE[column].first(task_id=task.pk, actor_id=actor_id, pk=example_id)
+    example = _IN_QUEUE[column].first(task_id=task.pk, actor_id=actor_id, pk=example_id)
+    return example if example is not None and example.in_queue else None
 
 
 REVIEW_PAGE_SIZE = 50

@@ -9,10 +9,12 @@ generate_series`` each: a mix of verdicts (fooled, not fooled, none), validation
 10% settled, 1% retracted, written by 500 users. The acting validator wrote some of the
 examples and has validated some, so the selector's exclusions do work. Then
 ``annotation.selectors.example_next_to_validate(task, actor)`` is timed ``n`` times on each
-task (after a warm-up).
+task (after a warm-up), and so is the validate POST's read of one example still in the queue
+(``example_for_validation``, by its id).
 
 Prints one JSON line: ``p50_ms_small``, ``p50_ms_large``, ``ratio`` (large over small; the
-target is at most 2), ``examples_small``, ``examples_large``, ``insert_seconds``.
+target is at most 2), ``lookup_p50_ms_small``, ``lookup_p50_ms_large``, ``lookup_ratio`` (the
+validate POST's read), ``examples_small``, ``examples_large``, ``insert_seconds``.
 """
 
 from __future__ import annotations
@@ -116,6 +118,30 @@ def time_next(task, actor, n: int) -> list[float]:
     return samples
 
 
+def time_lookup(task, actor, n: int) -> list[float]:
+    """Time the validate POST's read: is this example (the last one of the task, still
+    pending) in the actor's queue? (``example_for_validation``)."""
+    from annotation.models import Example
+    from annotation.selectors import example_for_validation
+
+    example_id = (
+        Example.objects.filter(task=task, validation_state="pending", retracted=False)
+        .exclude(user_id=actor.user.pk)
+        .order_by("-id")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    for _ in range(20):
+        example_for_validation(task, example_id, actor)
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        example = example_for_validation(task, example_id, actor)
+        samples.append((time.perf_counter() - started) * 1000)
+        assert example is not None
+    return samples
+
+
 def run(large: int, n: int) -> dict:
     import django
 
@@ -139,6 +165,8 @@ def run(large: int, n: int) -> dict:
     actor = Actor(user=actor_user)
     small = time_next(small_task, actor, n)
     large_samples = time_next(large_task, actor, n)
+    lookup_small = statistics.median(time_lookup(small_task, actor, n))
+    lookup_large = statistics.median(time_lookup(large_task, actor, n))
     p50_small = statistics.median(small)
     p50_large = statistics.median(large_samples)
     return {
@@ -146,6 +174,9 @@ def run(large: int, n: int) -> dict:
         "p50_ms_large": round(p50_large, 3),
         "p95_ms_large": harness.percentile(large_samples, 95),
         "ratio": round(p50_large / p50_small, 3),
+        "lookup_p50_ms_small": round(lookup_small, 3),
+        "lookup_p50_ms_large": round(lookup_large, 3),
+        "lookup_ratio": round(lookup_large / lookup_small, 3),
         "examples_small": SMALL,
         "examples_large": large,
         "insert_seconds": round(insert_seconds, 1),
