@@ -104,42 +104,32 @@ def insert_examples(connection, task, actor_user_id: int, count: int) -> None:
         cursor.execute("ANALYZE annotation_validation")
 
 
+def _timings(call, n: int) -> list[float]:
+    """Milliseconds of ``n`` calls of ``call`` (after 20 to warm up); each must find one."""
+    for _ in range(20):
+        call()
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        found = call()
+        samples.append((time.perf_counter() - started) * 1000)
+        assert found is not None
+    return samples
+
+
 def time_next(task, actor, n: int) -> list[float]:
     from annotation.selectors import example_next_to_validate
 
-    for _ in range(20):
-        example_next_to_validate(task, actor)
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter()
-        example = example_next_to_validate(task, actor)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert example is not None
-    return samples
+    return _timings(lambda: example_next_to_validate(task, actor), n)
 
 
 def time_lookup(task, actor, n: int) -> list[float]:
-    """Time the validate POST's read: is this example (the last one of the task, still
-    pending) in the actor's queue? (``example_for_validation``)."""
-    from annotation.models import Example
-    from annotation.selectors import example_for_validation
+    """Time the validate POST's read of the newest example of the actor's queue
+    (``example_for_validation``)."""
+    from annotation.selectors import example_for_validation, validation_queue
 
-    example_id = (
-        Example.objects.filter(task=task, validation_state="pending", retracted=False)
-        .exclude(user_id=actor.user.pk)
-        .order_by("-id")
-        .values_list("pk", flat=True)
-        .first()
-    )
-    for _ in range(20):
-        example_for_validation(task, example_id, actor)
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter()
-        example = example_for_validation(task, example_id, actor)
-        samples.append((time.perf_counter() - started) * 1000)
-        assert example is not None
-    return samples
+    example_id = validation_queue(task, actor).order_by("-id").values_list("pk", flat=True)[0]
+    return _timings(lambda: example_for_validation(task, example_id, actor), n)
 
 
 def run(large: int, n: int) -> dict:

@@ -152,6 +152,18 @@ def test_awaiting_and_failed_examples_are_not_queued(setup, people):
         assert selectors.example_next_to_validate(task, Actor(user=people["a"])) is None
 
 
+@contextlib.contextmanager
+def no_seqscan():
+    """PostgreSQL plans without sequential scans (a test table is small enough for one)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET enable_seqscan = on")
+
+
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="checks PostgreSQL's plan (SET enable_seqscan)"
 )
@@ -159,13 +171,8 @@ def test_queue_query_uses_the_partial_index(setup, people):
     task, context = setup
     make_example(task, context, people["writer"], model_wrong=True)
     queue = selectors.validation_queue(task, Actor(user=people["a"])).filter(model_wrong=True)
-    with connection.cursor() as cursor:
-        cursor.execute("SET enable_seqscan = off")
-    try:
+    with no_seqscan():
         plan = queue.order_by("validation_count", "id").explain()
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SET enable_seqscan = on")
     assert "example_validation_queue" in plan
     assert "Anti Join" in plan or "NOT" in plan.upper()
 
@@ -204,13 +211,8 @@ def test_the_validate_posts_lookup_reads_one_example_by_its_key(setup, people, g
     examples = [make_example(task, context, people["writer"], model_wrong=True) for _ in "123"]
     query = selectors._IN_QUEUE["user_id"]
     values = {"task_id": task.pk, "actor_id": people["a"].pk, "pk": examples[1].pk}
-    with connection.cursor() as cursor:
-        cursor.execute("SET enable_seqscan = off")
-    try:
+    with no_seqscan():
         plan = query.explain(generic=generic, **values)
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SET enable_seqscan = on")
     assert "example_validation_queue" not in plan, plan
     assert "annotation_example_pkey" in plan or "example_task_keyset" in plan, plan
     actor = Actor(user=people["a"])
