@@ -4,7 +4,8 @@ The annotation services call the ``stats_*`` hooks inside their own transactions
 event. Each hook moves the cached counters of ``RoundStats``, ``WorkerStats`` and
 ``tasks.Context`` with ``F()`` expressions, so concurrent requests never lose an update.
 ``stats_recompute`` rebuilds every cached counter of a task from the data; tests assert that
-the cached numbers always equal the recomputed ones.
+the cached numbers always equal the recomputed ones. On PostgreSQL a new example's counters
+move in its INSERT's own statement instead (``new_example_writes``), by the same amounts.
 
 What the counters mean (the contract shared by the hooks and ``stats_recompute``):
 
@@ -25,11 +26,12 @@ What the counters mean (the contract shared by the hooks and ``stats_recompute``
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Q, Sum, Value
 from django.db.models.functions import Coalesce, Greatest
 
@@ -40,7 +42,7 @@ from annotation.models import (
     ValidationState,
     WorkerStats,
 )
-from dynatask_site.precompiled import PrecompiledUpdate
+from dynatask_site.precompiled import ChainedWrite, PrecompiledUpdate
 from tasks.models import Context, Round, Task
 
 ROUND_FIELDS = ("collected", "fooled", "verified_fooled", "retracted", "validated")
@@ -234,19 +236,118 @@ def stats_example_created(example: Example) -> None:
     (e.g. no model in the loop and the worker gave the verdict), do not call
     ``stats_example_verdict`` again for it.
     """
-    contribution = (
-        NOTHING
-        if example.retracted
-        else _contribution(example.model_wrong, example.validation_state)
-    )
+    _apply(example, *_created_deltas(example))
+
+
+def _created_deltas(example: Example) -> tuple[dict, dict, dict]:
+    """The (round, worker, context) deltas of a new example."""
     if example.retracted:
         round_deltas, worker_deltas, context_deltas = {"retracted": 1}, {"retracted": 1}, {}
     else:
+        contribution = _contribution(example.model_wrong, example.validation_state)
         round_deltas, worker_deltas, context_deltas = _deltas(NOTHING, contribution, collected=1)
     # The time spent moves with the same worker row: one UPDATE instead of two.
     if example.time_spent_ms and example.time_spent_ms > 0:
         worker_deltas = {**worker_deltas, "time_spent_ms": int(example.time_spent_ms)}
-    _apply(example, round_deltas, worker_deltas, context_deltas)
+    return round_deltas, worker_deltas, context_deltas
+
+
+def new_example_writes(example: Example) -> list[ChainedWrite]:
+    """What ``context_count_example`` and ``stats_example_created`` write for the unsaved
+    ``example``, as writes chained to its INSERT (``PrecompiledInsert.create_chained``).
+
+    The same rows move by the same amounts, in the order of ``_apply``: the context, then
+    the worker, then the round. A missing worker or round row is inserted by the same write
+    (``INSERT ... ON CONFLICT DO UPDATE``), where ``_bump`` inserts it after its UPDATE found
+    nothing.
+    """
+    round_deltas, worker_deltas, context_deltas = _created_deltas(example)
+    writes = []
+    if example.context_id is not None:
+        moves = _moves({**context_deltas, "example_count": 1})
+        writes.append(
+            ChainedWrite(
+                _counter_update_sql(Context, tuple(moves)),
+                (*moves.values(), example.context_id),
+            )
+        )
+    lookup = _worker_lookup(
+        task_id=example.task_id,
+        round_id=example.round_id,
+        user_id=example.user_id,
+        campaign_worker_id=example.campaign_worker_id,
+    )
+    if lookup is not None and any(worker_deltas.values()):
+        owner = "user_id" if "user_id" in lookup else "campaign_worker_id"
+        writes.append(_upsert(WorkerStats, lookup, ("round_id", owner), worker_deltas))
+    if any(round_deltas.values()):
+        writes.append(_upsert(RoundStats, {"round_id": example.round_id}, (), round_deltas))
+    return writes
+
+
+def _moves(deltas: Mapping[str, int]) -> dict[str, int]:
+    """The counters that move, in a fixed order (the compiled statement's shape)."""
+    if any(delta < 0 for delta in deltas.values()):
+        raise ValueError("a new example only adds to the counters")
+    return {field: delta for field, delta in sorted(deltas.items()) if delta}
+
+
+def _upsert(model, lookup: dict, conflict: tuple[str, ...], deltas: Mapping[str, int]):
+    """Add ``deltas`` to ``model``'s row of ``lookup``, inserting it if missing (one write).
+
+    ``conflict`` names the columns of the partial unique constraint on the row's key; empty
+    for a one-to-one key (``round_id``), whose own unique index is the target.
+    """
+    moves = _moves(deltas)
+    sql, fields = _counter_upsert_sql(model, conflict or tuple(lookup), tuple(moves))
+    row = model(**lookup, **moves)
+    params = tuple(
+        field.get_db_prep_save(field.pre_save(row, True), connection=connection) for field in fields
+    )
+    return ChainedWrite(sql, params)
+
+
+@functools.cache
+def _counter_update_sql(model, fields: tuple[str, ...]) -> str:
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    sets = ", ".join(
+        f"{quote(column)} = {table}.{quote(column)} + %s"
+        for column in (model._meta.get_field(field).column for field in fields)
+    )
+    key = quote(model._meta.pk.column)
+    # Names from the model's meta, values as parameters.
+    return f"UPDATE {table} SET {sets} FROM {{after}} WHERE {table}.{key} = %s RETURNING 1"  # noqa: S608
+
+
+@functools.cache
+def _counter_upsert_sql(model, conflict: tuple[str, ...], fields: tuple[str, ...]):
+    """The statement and the fields whose values it takes, in order."""
+    quote = connection.ops.quote_name
+    meta = model._meta
+    table = quote(meta.db_table)
+    columns = tuple(field for field in meta.local_concrete_fields if field not in meta.pk_fields)
+    values = ", ".join(f"CAST(%s AS {field.cast_db_type(connection)})" for field in columns)
+    # A partial unique constraint is a conflict target only with its predicate.
+    by_column = {field.column: field for field in columns}
+    predicate = " AND ".join(
+        f"{quote(column)} IS NOT NULL" for column in conflict if by_column[column].null
+    )
+    target = f"({', '.join(quote(column) for column in conflict)})" + (
+        f" WHERE {predicate}" if predicate else ""
+    )
+    sets = ", ".join(
+        f"{quote(column)} = {table}.{quote(column)} + EXCLUDED.{quote(column)}"
+        for column in (meta.get_field(field).column for field in fields)
+    )
+    names = ", ".join(quote(field.column) for field in columns)
+    # Names from the model's meta, values as parameters.
+    sql = (
+        f"INSERT INTO {table} ({names}) "  # noqa: S608
+        f"SELECT {values} FROM {{after}} "
+        f"ON CONFLICT {target} DO UPDATE SET {sets} RETURNING 1"
+    )
+    return sql, columns
 
 
 def stats_example_verdict(example: Example, previous_model_wrong: bool | None = None) -> None:

@@ -17,7 +17,8 @@ state, a kind) are written into the SQL as literals, so that PostgreSQL's generi
 prepared statement sees them (``_inline_constants``); ``explain`` shows that plan.
 
 ``PrecompiledUpdate`` and ``ColumnUpdate`` do the same for hot UPDATEs, and
-``PrecompiledInsert`` for a hot ``create()`` (the create and validate POSTs' rows).
+``PrecompiledInsert`` for a hot ``create()`` (the create and validate POSTs' rows), alone or
+with writes chained to it in the same statement (``create_chained``).
 """
 
 from __future__ import annotations
@@ -503,6 +504,24 @@ class ColumnUpdate:
             return cursor.rowcount
 
 
+def chains_writes(using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Whether ``PrecompiledInsert.create_chained`` runs on this database: PostgreSQL, whose
+    ``WITH`` takes INSERTs and UPDATEs (data-modifying common table expressions)."""
+    return connections[using].vendor == "postgresql"
+
+
+@dataclass(frozen=True)
+class ChainedWrite:
+    """An UPDATE or an ``INSERT ... SELECT`` that ``create_chained`` runs after its INSERT.
+
+    ``sql`` holds ``{after}`` where a one-row relation goes (``... FROM {after} ...``) and
+    returns a row per row it writes (``RETURNING 1``); ``params`` fill its ``%s``.
+    """
+
+    sql: str
+    params: tuple = ()
+
+
 class PrecompiledInsert:
     """``Model.objects.create(**values)`` for a hot insert, its statement compiled once.
 
@@ -534,10 +553,63 @@ class PrecompiledInsert:
             hasattr(value, "resolve_expression") for value in values.values()
         ):
             return self.model._default_manager.db_manager(using).create(**values)
+        instance, sql, params = self._prepared(connection, using, values)
+        with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            (key,) = cursor.fetchone()
+        self._saved(instance, key, using)
+        return instance
+
+    def create_chained(
+        self,
+        writes_for: Callable[[Any], Sequence[ChainedWrite]],
+        using: str = DEFAULT_DB_ALIAS,
+        **values: Any,
+    ) -> tuple[Any, tuple[int, ...]]:
+        """``create(**values)`` and the writes that ``writes_for(instance)`` returns, in one
+        statement (PostgreSQL only: ``chains_writes``); return the saved instance and how many
+        rows each write touched.
+
+        One statement is atomic by itself: it needs no BEGIN and COMMIT, and its row locks
+        are held for one round trip instead of one per write. Each write joins a one-row
+        relation that counts the rows of the write before it (``{after}``), so PostgreSQL
+        finishes the INSERT and every earlier write before it starts a later one: the rows are
+        locked in the order of the list, as with one statement per write.
+        """
+        connection = connections[using]
+        if not chains_writes(using) or any(
+            hasattr(value, "resolve_expression") for value in values.values()
+        ):
+            raise NotSupportedError("chained writes need PostgreSQL and plain values")
+        instance, sql, params = self._prepared(connection, using, values)
+        writes = tuple(writes_for(instance))
+        quote = connection.ops.quote_name
+        steps, previous = [f"inserted AS ({sql})"], "inserted"
+        for index, write in enumerate(writes):
+            after = f"(SELECT count(*) FROM {previous}) AS after_{previous}"  # noqa: S608
+            name = f"write_{index}"
+            steps.append(f"{name} AS ({write.sql.replace('{after}', after)})")
+            params.extend(write.params)
+            previous = name
+        counts = "".join(
+            f", (SELECT count(*) FROM write_{i})"  # noqa: S608 - our own names
+            for i in range(len(writes))
+        )
+        statement = (
+            f"WITH {', '.join(steps)} "  # noqa: S608 - our own names, values as parameters
+            f"SELECT (SELECT {quote(self.model._meta.pk.column)} FROM inserted){counts}"
+        )
+        with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            key, *moved = cursor.fetchone()
+        self._saved(instance, key, using)
+        return instance, tuple(moved)
+
+    def _prepared(self, connection, using: str, values: dict[str, Any]):
+        """The unsaved instance, the INSERT and its parameters; ``pre_save`` sent."""
         instance = self.model(**values)
         instance._prepare_related_fields_for_save(operation_name="save")
         sql = self._sql.get(using) or self._compile(instance, using)
-        meta = self.model._meta
         signals.pre_save.send(
             sender=self.model, instance=instance, raw=False, using=using, update_fields=None
         )
@@ -545,10 +617,10 @@ class PrecompiledInsert:
             field.get_db_prep_save(field.pre_save(instance, True), connection=connection)
             for field in self._fields
         ]
-        with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            (key,) = cursor.fetchone()
-        setattr(instance, meta.pk.attname, key)
+        return instance, sql, params
+
+    def _saved(self, instance, key, using: str) -> None:
+        setattr(instance, self.model._meta.pk.attname, key)
         instance._state.adding = False
         instance._state.db = using
         signals.post_save.send(
@@ -559,7 +631,6 @@ class PrecompiledInsert:
             raw=False,
             using=using,
         )
-        return instance
 
     def _compile(self, instance, using: str) -> str:
         connection = connections[using]

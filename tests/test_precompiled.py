@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction
+from django.db import DataError, NotSupportedError, connection, transaction
 from django.db.models import F, IntegerField, Max, Min, Prefetch, Value
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
@@ -11,12 +11,14 @@ from django.test.utils import CaptureQueriesContext
 from annotation.models import Example
 from annotation.selectors import _TASK_WITH_OWNERSHIP
 from dynatask_site.precompiled import (
+    ChainedWrite,
     PrecompiledInsert,
     PrecompiledQuery,
     PrecompiledRows,
     PrecompiledUpdate,
     _inline_constants,
     _literal,
+    chains_writes,
 )
 from tasks.models import Context, Task
 from tests.factories import (
@@ -450,3 +452,61 @@ def test_an_insert_refuses_a_model_with_a_parent_table():
 
     with pytest.raises(NotSupportedError, match="parent table"):
         PrecompiledInsert(Child)
+
+
+def test_chained_writes_run_in_one_statement_in_their_order(django_assert_num_queries):
+    """The INSERT and its chained writes are one statement, atomic by itself; each write
+    sees the one before it finished (here: the second write counts the first one's rows)."""
+    task, user = TaskFactory(), UserFactory()
+    values = _new_example_values(task, user)
+    context, other = values["context"], ContextFactory(task=task)
+    seen = []
+
+    def writes_for(instance):
+        seen.append((instance.pk, instance.context_id))
+        return [
+            ChainedWrite(
+                'UPDATE "tasks_context" SET "times_served" = "tasks_context"."times_served" + %s '
+                'FROM {after} WHERE "tasks_context"."id" = %s RETURNING 1',
+                (5, instance.context_id),
+            ),
+            # The row count of the write before, as this one runs: 1 only if it finished.
+            ChainedWrite(
+                'UPDATE "tasks_context" SET "example_count" = after_write_0.count '
+                'FROM {after} WHERE "tasks_context"."id" = %s RETURNING 1',
+                (other.pk,),
+            ),
+            ChainedWrite("SELECT 1 FROM {after} WHERE false"),  # touches no row
+        ]
+
+    with django_assert_num_queries(1) as captured:
+        example, moved = EXAMPLE_INSERT.create_chained(writes_for, **values)
+    assert captured.captured_queries[0]["sql"].startswith("WITH inserted AS (INSERT INTO")
+    assert seen == [(None, context.pk)]  # the writes are built before the statement runs
+    assert moved == (1, 1, 0)
+    assert example.pk and not example._state.adding
+    assert Example.objects.filter(pk=example.pk).exists()
+    context.refresh_from_db()
+    other.refresh_from_db()
+    assert (context.times_served, other.example_count) == (5, 1)
+
+
+def test_a_chained_write_that_fails_leaves_no_row():
+    task, user = TaskFactory(), UserFactory()
+    values = _new_example_values(task, user)
+    before = Example.objects.count()
+
+    def failing(instance):
+        return [ChainedWrite("SELECT 1 FROM {after} WHERE 1 / (after_inserted.count - 1) > 0")]
+
+    with pytest.raises(DataError), transaction.atomic():
+        EXAMPLE_INSERT.create_chained(failing, **values)
+    assert Example.objects.count() == before
+
+
+def test_chained_writes_refuse_expressions():
+    task, user = TaskFactory(), UserFactory()
+    values = _new_example_values(task, user, time_spent_ms=Value(5))
+    with pytest.raises(NotSupportedError):
+        EXAMPLE_INSERT.create_chained(lambda instance: [], **values)
+    assert chains_writes()  # the suite runs on PostgreSQL

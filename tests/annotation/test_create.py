@@ -499,9 +499,9 @@ def test_query_counts_are_fixed(
         "statement": POSITIVE,
         "label": "negative",
     }
-    # 11: user, task, round, context, model pick, then BEGIN, the new example and one UPDATE
-    # per counter row (context, worker, round), COMMIT.
-    with django_assert_num_queries(11):
+    # 6: user, task, round, context, model pick, then one statement: the new example and
+    # its counter rows (context, worker, round), with no BEGIN and COMMIT around it.
+    with django_assert_num_queries(6):
         client.post("/tasks/sentiment/create", data)
     run_jobs()
     example = Example.objects.order_by("-id").first()

@@ -222,3 +222,75 @@ def test_the_actor_holds_the_loaded_user_not_the_lazy_proxy(client):
     client.force_login(user)
     response = client.get("/tasks/no-such-task/create")
     assert type(response.wsgi_request.user) is type(user)
+
+
+def _counters(task):
+    return (
+        sorted(
+            stats.WorkerStats.objects.filter(task=task).values_list(
+                "user_id", "campaign_worker_id", "examples", "fooled", "time_spent_ms"
+            ),
+            key=repr,
+        ),
+        list(stats.RoundStats.objects.filter(round__task=task).values_list("collected", "fooled")),
+        sorted(task_models.Context.objects.filter(task=task).values_list("pk", "example_count")),
+    )
+
+
+def _submit_all(task, people, contexts):
+    from annotation.actors import Actor
+
+    round_ = task.rounds.get(number=1)
+    for index, (person, context) in enumerate(zip(people, contexts, strict=True)):
+        actor = (
+            Actor(user=person) if not hasattr(person, "campaign") else Actor(campaign_worker=person)
+        )
+        services.example_submit(
+            task=task,
+            round_=round_,
+            actor=actor,
+            context=context,
+            data={"statement": f"It is fine {index}", "label": "positive"},
+            time_spent_ms=100 * (index + 1),
+        )
+
+
+@pytest.mark.django_db
+def test_one_statement_moves_the_counters_the_orm_path_moves(monkeypatch):
+    """On PostgreSQL the new example and its counters are one statement; elsewhere a
+    transaction of four. Both leave the same counters, missing rows created (a first example
+    of a worker, of a round; a campaign worker), and equal to a recount."""
+    from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory
+
+    results = []
+    for chained in (True, False):
+        monkeypatch.setattr(services, "chains_writes", lambda chained=chained: chained)
+        task = TaskFactory(config_name="sentiment")
+        contexts = [ContextFactory(task=task) for _ in range(2)]
+        first, second = UserFactory(), UserFactory()
+        campaign = CampaignFactory(task=task, round=task.rounds.get(number=1))
+        worker = CampaignWorkerFactory(campaign=campaign)
+        people = [first, second, first, worker, worker]
+        _submit_all(task, people, [contexts[0], contexts[1], contexts[0], contexts[1], contexts[0]])
+        moved = _counters(task)
+        stats.stats_recompute(task)
+        assert _counters(task) == moved
+        workers = sorted(row[2:] for row in moved[0])  # (examples, fooled, time spent)
+        results.append((workers, moved[1], sorted(n for _, n in moved[2])))
+    assert results[0] == results[1]
+    assert results[0] == ([(1, 0, 200), (2, 0, 400), (2, 0, 900)], [(5, 0)], [2, 3])
+
+
+@pytest.mark.django_db
+def test_the_statement_takes_the_counter_rows_context_then_worker_then_round(task):
+    context = ContextFactory(task=task)
+    with CaptureQueriesContext(connection) as captured:
+        _submit_all(task, [UserFactory()], [context])
+    [statement] = [q["sql"] for q in captured if q["sql"].startswith("WITH")]
+    positions = [statement.index(f'AS (UPDATE "{LOCK_ORDER[0]}"')] + [
+        statement.index(f'AS (INSERT INTO "{table}"') for table in LOCK_ORDER[1:]
+    ]
+    assert positions == sorted(positions)
+    # Each write joins the row count of the one before it: PostgreSQL runs them in order.
+    for previous in ("inserted", "write_0", "write_1"):
+        assert f"FROM (SELECT count(*) FROM {previous}) AS after_{previous}" in statement
