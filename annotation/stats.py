@@ -144,6 +144,16 @@ def _worker_lookup(*, task_id, round_id, user_id, campaign_worker_id) -> dict | 
     return None
 
 
+def _writer_lookup(example: Example) -> dict | None:
+    """The key of the counter row of ``example``'s writer (``_worker_lookup``)."""
+    return _worker_lookup(
+        task_id=example.task_id,
+        round_id=example.round_id,
+        user_id=example.user_id,
+        campaign_worker_id=example.campaign_worker_id,
+    )
+
+
 def _apply(example: Example, round_deltas, worker_deltas, context_deltas) -> None:
     """Move the counters of ``example``'s context, worker and round: one UPDATE each at most.
 
@@ -154,12 +164,7 @@ def _apply(example: Example, round_deltas, worker_deltas, context_deltas) -> Non
     """
     if example.context_id is not None:
         _move_counters(Context, {"pk": example.context_id}, context_deltas)
-    lookup = _worker_lookup(
-        task_id=example.task_id,
-        round_id=example.round_id,
-        user_id=example.user_id,
-        campaign_worker_id=example.campaign_worker_id,
-    )
+    lookup = _writer_lookup(example)
     if lookup is not None and any(worker_deltas.values()):
         _bump(WorkerStats, lookup, worker_deltas)
     if any(round_deltas.values()):
@@ -271,12 +276,7 @@ def new_example_writes(example: Example) -> list[ChainedWrite]:
                 (*moves.values(), example.context_id),
             )
         )
-    lookup = _worker_lookup(
-        task_id=example.task_id,
-        round_id=example.round_id,
-        user_id=example.user_id,
-        campaign_worker_id=example.campaign_worker_id,
-    )
+    lookup = _writer_lookup(example)
     if lookup is not None and any(worker_deltas.values()):
         owner = "user_id" if "user_id" in lookup else "campaign_worker_id"
         writes.append(_upsert(WorkerStats, lookup, ("round_id", owner), worker_deltas))
@@ -381,12 +381,7 @@ def stats_examples_verdict(examples: list[Example]) -> None:
         round_deltas, worker_deltas, context_deltas = _deltas(
             _contribution(None, state), _contribution(example.model_wrong, state)
         )
-        lookup = _worker_lookup(
-            task_id=example.task_id,
-            round_id=example.round_id,
-            user_id=example.user_id,
-            campaign_worker_id=example.campaign_worker_id,
-        )
+        lookup = _writer_lookup(example)
         for target, key, deltas in (
             (contexts, example.context_id, context_deltas),
             (workers, tuple(lookup.items()) if lookup else None, worker_deltas),
