@@ -491,7 +491,9 @@ def test_chained_writes_run_in_one_statement_in_their_order(django_assert_num_qu
     assert (context.times_served, other.example_count) == (5, 1)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_chained_write_that_fails_leaves_no_row():
+    """In autocommit, with no transaction or savepoint around it: the statement is atomic."""
     task, user = TaskFactory(), UserFactory()
     values = _new_example_values(task, user)
     before = Example.objects.count()
@@ -499,7 +501,8 @@ def test_a_chained_write_that_fails_leaves_no_row():
     def failing(instance):
         return [ChainedWrite("SELECT 1 FROM {after} WHERE 1 / (after_inserted.count - 1) > 0")]
 
-    with pytest.raises(DataError), transaction.atomic():
+    assert connection.get_autocommit() and not connection.in_atomic_block
+    with pytest.raises(DataError):
         EXAMPLE_INSERT.create_chained(failing, **values)
     assert Example.objects.count() == before
 
