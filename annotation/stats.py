@@ -281,7 +281,8 @@ def new_example_writes(example: Example) -> list[ChainedWrite]:
         owner = "user_id" if "user_id" in lookup else "campaign_worker_id"
         writes.append(_upsert(WorkerStats, lookup, ("round_id", owner), worker_deltas))
     if any(round_deltas.values()):
-        writes.append(_upsert(RoundStats, {"round_id": example.round_id}, (), round_deltas))
+        lookup = {"round_id": example.round_id}
+        writes.append(_upsert(RoundStats, lookup, ("round_id",), round_deltas))
     return writes
 
 
@@ -295,11 +296,11 @@ def _moves(deltas: Mapping[str, int]) -> dict[str, int]:
 def _upsert(model, lookup: dict, conflict: tuple[str, ...], deltas: Mapping[str, int]):
     """Add ``deltas`` to ``model``'s row of ``lookup``, inserting it if missing (one write).
 
-    ``conflict`` names the columns of the partial unique constraint on the row's key; empty
-    for a one-to-one key (``round_id``), whose own unique index is the target.
+    ``conflict`` names the columns of the unique constraint on the row's key (a partial one
+    gets its predicate in the statement).
     """
     moves = _moves(deltas)
-    sql, fields = _counter_upsert_sql(model, conflict or tuple(lookup), tuple(moves))
+    sql, fields = _counter_upsert_sql(model, conflict, tuple(moves))
     row = model(**lookup, **moves)
     params = tuple(
         field.get_db_prep_save(field.pre_save(row, True), connection=connection) for field in fields

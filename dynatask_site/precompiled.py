@@ -504,6 +504,11 @@ class ColumnUpdate:
             return cursor.rowcount
 
 
+def _has_expression(values: Mapping[str, Any]) -> bool:
+    """Whether a value is an expression (``F()``, ``Now()``), which only the ORM can write."""
+    return any(hasattr(value, "resolve_expression") for value in values.values())
+
+
 def chains_writes(using: str = DEFAULT_DB_ALIAS) -> bool:
     """Whether ``PrecompiledInsert.create_chained`` runs on this database: PostgreSQL, whose
     ``WITH`` takes INSERTs and UPDATEs (data-modifying common table expressions)."""
@@ -549,9 +554,7 @@ class PrecompiledInsert:
 
     def create(self, using: str = DEFAULT_DB_ALIAS, **values: Any):
         connection = connections[using]
-        if not connection.features.can_return_columns_from_insert or any(
-            hasattr(value, "resolve_expression") for value in values.values()
-        ):
+        if not connection.features.can_return_columns_from_insert or _has_expression(values):
             return self.model._default_manager.db_manager(using).create(**values)
         instance, sql, params = self._prepared(connection, using, values)
         with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
@@ -577,9 +580,7 @@ class PrecompiledInsert:
         locked in the order of the list, as with one statement per write.
         """
         connection = connections[using]
-        if not chains_writes(using) or any(
-            hasattr(value, "resolve_expression") for value in values.values()
-        ):
+        if not chains_writes(using) or _has_expression(values):
             raise NotSupportedError("chained writes need PostgreSQL and plain values")
         instance, sql, params = self._prepared(connection, using, values)
         writes = tuple(writes_for(instance))
