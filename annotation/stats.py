@@ -300,7 +300,7 @@ def _upsert(model, lookup: dict, conflict: tuple[str, ...], deltas: Mapping[str,
     gets its predicate in the statement).
     """
     moves = _moves(deltas)
-    sql, fields = _counter_upsert_sql(model, conflict, tuple(moves))
+    sql, fields = _counter_upsert_sql(model, conflict, tuple(lookup), tuple(moves))
     row = model(**lookup, **moves)
     params = tuple(
         field.get_db_prep_save(field.pre_save(row, True), connection=connection) for field in fields
@@ -322,13 +322,28 @@ def _counter_update_sql(model, fields: tuple[str, ...]) -> str:
 
 
 @functools.cache
-def _counter_upsert_sql(model, conflict: tuple[str, ...], fields: tuple[str, ...]):
-    """The statement and the fields whose values it takes, in order."""
+def _counter_upsert_sql(
+    model, conflict: tuple[str, ...], keys: tuple[str, ...], fields: tuple[str, ...]
+):
+    """The statement and the fields whose values it takes, in order.
+
+    The row's key (``keys``, attnames) and the counters that move (``fields``) are
+    parameters; every other column takes its default, written into the statement when it is
+    an integer or NULL. The statement then has few parameters, which keeps psycopg's cache of
+    converted statements (at most 50 parameters) working for the INSERT it is chained to.
+    """
     quote = connection.ops.quote_name
     meta = model._meta
     table = quote(meta.db_table)
     columns = tuple(field for field in meta.local_concrete_fields if field not in meta.pk_fields)
-    values = ", ".join(f"CAST(%s AS {field.cast_db_type(connection)})" for field in columns)
+    taken = []
+    values = []
+    for field in columns:
+        default = None if field.name in fields or field.attname in keys else _literal(field)
+        if default is None:
+            taken.append(field)
+            default = "%s"
+        values.append(f"CAST({default} AS {field.cast_db_type(connection)})")
     # A partial unique constraint is a conflict target only with its predicate.
     by_column = {field.column: field for field in columns}
     predicate = " AND ".join(
@@ -342,13 +357,21 @@ def _counter_upsert_sql(model, conflict: tuple[str, ...], fields: tuple[str, ...
         for column in (meta.get_field(field).column for field in fields)
     )
     names = ", ".join(quote(field.column) for field in columns)
-    # Names from the model's meta, values as parameters.
+    # Names from the model's meta, integer defaults, values as parameters.
     sql = (
         f"INSERT INTO {table} ({names}) "  # noqa: S608
-        f"SELECT {values} FROM {{after}} "
+        f"SELECT {', '.join(values)} FROM {{after}} "
         f"ON CONFLICT {target} DO UPDATE SET {sets} RETURNING 1"
     )
-    return sql, columns
+    return sql, tuple(taken)
+
+
+def _literal(field) -> str | None:
+    """``field``'s default as SQL text when it is an integer or NULL (else None)."""
+    if not field.has_default():
+        return "NULL" if field.null else None
+    default = field.get_default()
+    return str(default) if type(default) is int else None
 
 
 def stats_example_verdict(example: Example, previous_model_wrong: bool | None = None) -> None:

@@ -294,3 +294,29 @@ def test_the_statement_takes_the_counter_rows_context_then_worker_then_round(tas
     # Each write joins the row count of the one before it: PostgreSQL runs them in order.
     for previous in ("inserted", "write_0", "write_1"):
         assert f"FROM (SELECT count(*) FROM {previous}) AS after_{previous}" in statement
+
+
+@pytest.mark.django_db
+def test_the_statement_stays_within_psycopgs_cache_of_converted_statements(task):
+    """psycopg converts a statement's text once and caches it, but only for statements of at
+    most 50 parameters and 4096 bytes: the counter rows' upserts write their fixed columns'
+    defaults into the text, so the chained statement of the create POST stays cached."""
+    from psycopg import _queries
+
+    from tests.factories import CampaignFactory, CampaignWorkerFactory
+
+    captured = []
+
+    def record(execute, sql, params, many, context):
+        captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    campaign = CampaignFactory(task=task, round=task.rounds.get(number=1))
+    people = [UserFactory(), CampaignWorkerFactory(campaign=campaign)]
+    with connection.execute_wrapper(record):
+        _submit_all(task, people, [ContextFactory(task=task) for _ in people])
+    statements = [(sql, params) for sql, params in captured if sql.startswith("WITH")]
+    assert len(statements) == 2
+    for sql, params in statements:
+        assert len(params) <= _queries.MAX_CACHED_STATEMENT_PARAMS
+        assert len(sql.encode()) <= _queries.MAX_CACHED_STATEMENT_LENGTH
