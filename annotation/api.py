@@ -90,8 +90,7 @@ class ContextSampleView(APIView):
     )
     def get(self, request, code: str):
         actor = actor_of(request)
-        task = selectors.task_for_actor(code, actor)
-        round_ = selectors.round_for_actor(task, actor)
+        task, round_ = selectors.task_and_round_for_actor(code, actor)
         if round_ is None or not round_.is_open:
             raise Conflict("no round is open", code="round.closed")
         tag = (request.query_params.get("tag") or task.context_sampling_tag)[:100]
@@ -136,11 +135,10 @@ class TaskExampleListView(generics.GenericAPIView):
     )
     def post(self, request, code: str):
         actor = actor_of(request)
-        task = selectors.task_for_actor(code, actor)
+        task, round_ = selectors.task_and_round_for_actor(code, actor)
         serializer = ExampleCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        round_ = selectors.round_for_actor(task, actor)
         context = None
         if data.get("context_id") and round_ is not None and round_.is_open:
             context = selectors.context_get(round_, data["context_id"])

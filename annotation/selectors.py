@@ -42,6 +42,18 @@ _TASK_WITH_OWNERSHIP = PrecompiledQuery(
     code=str,
     user_id=int,
 )
+_OPEN_ROUND_WITH_TASK = PrecompiledQuery(
+    lambda code, user_id: Round.objects.filter(task__code=code, is_open=True)
+    .select_related("task", "task__current_config")
+    .annotate(
+        viewer_owns=Exists(
+            Task.owners.through.objects.filter(task_id=OuterRef("task_id"), user_id=user_id)
+        )
+    )
+    .order_by("-number")[:1],
+    code=str,
+    user_id=int,
+)
 _CONTEXT = PrecompiledQuery(
     lambda round_id, pk: Context.objects.filter(round_id=round_id, pk=pk).order_by()[:1],
     round_id=int,
@@ -58,6 +70,11 @@ def task_for_actor(code: str, actor: Actor | None) -> Task:
             task.viewer_owns_for = actor.user.pk
     else:
         task = _TASK.first(code=code)
+    return _checked(task, code, actor)
+
+
+def _checked(task: Task | None, code: str, actor: Actor | None) -> Task:
+    """``task`` if ``actor`` may work on it, else raise (``task_for_actor``)."""
     if task is None:
         raise NotFound(f"no task {code!r}")
     if actor is None:
@@ -72,6 +89,26 @@ def task_for_actor(code: str, actor: Actor | None) -> Task:
     if task.current_config_id is None:
         raise NotFound("this task has no config yet")
     return task
+
+
+def task_and_round_for_actor(code: str, actor: Actor | None) -> tuple[Task, Round | None]:
+    """``task_for_actor`` and ``round_for_actor`` together.
+
+    For a signed-in user whose task has an open round it is one query: the latest open round
+    with its task, the task's config and whether the user owns the task. Otherwise (no open
+    round, no such task, a campaign worker, nobody signed in) it is ``task_for_actor``, then
+    ``round_for_actor``.
+    """
+    user = actor.user if actor is not None else None
+    if user is not None and user.is_authenticated and actor.campaign_worker is None:
+        round_ = _OPEN_ROUND_WITH_TASK.first(code=code, user_id=user.pk)
+        if round_ is not None:
+            task = round_.task
+            task.viewer_owns = round_.viewer_owns
+            task.viewer_owns_for = user.pk
+            return _checked(task, code, actor), round_
+    task = task_for_actor(code, actor)
+    return task, round_for_actor(task, actor)
 
 
 def task_for_reviewer(code: str, user) -> Task:

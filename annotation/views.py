@@ -188,12 +188,11 @@ def _create_page(request, task, round_, config, context, form, **extra):
 @annotation_view
 def create(request, code: str):
     actor = request.actor
-    task = selectors.task_for_actor(code, actor)
+    task, round_ = selectors.task_and_round_for_actor(code, actor)
     if not _campaign_kind_ok(actor, Campaign.Kind.CREATE):
         raise PermissionDenied("your campaign is for validation")
     if actor.is_campaign and campaign_quota_reached(actor):
         return redirect(campaign_done_url(task))
-    round_ = selectors.round_for_actor(task, actor)
     config = task.config
     if round_ is None or not round_.is_open:
         return render(request, "annotation/error.html", {"message": "No round is open."})

@@ -490,8 +490,9 @@ def test_query_counts_are_fixed(
         ContextFactory(task=sentiment_model.task)
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
-    # 6: user, task (with the viewer's ownership), round, sampling (2: bounds, pick), served +1.
-    with django_assert_num_queries(6):
+    # 5: user, the open round with its task (and the viewer's ownership), sampling (2: bounds,
+    # pick), served +1.
+    with django_assert_num_queries(5):
         page = open_form(client, "sentiment")
     data = {
         "context_id": page["context_id"],
@@ -499,9 +500,9 @@ def test_query_counts_are_fixed(
         "statement": POSITIVE,
         "label": "negative",
     }
-    # 6: user, task, round, context, model pick, then one statement: the new example and
-    # its counter rows (context, worker, round), with no BEGIN and COMMIT around it.
-    with django_assert_num_queries(6):
+    # 5: user, round with task, context, model pick, then one statement: the new example
+    # and its counter rows (context, worker, round), with no BEGIN and COMMIT around it.
+    with django_assert_num_queries(5):
         client.post("/tasks/sentiment/create", data)
     run_jobs()
     example = Example.objects.order_by("-id").first()
