@@ -4,6 +4,8 @@ the validation queue and the owners' review queue. Every query is bounded and in
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 
@@ -11,7 +13,8 @@ from annotation.actors import Actor
 from annotation.models import Example, ExampleStatus, Validation, ValidationState
 from annotation.sampling import sample_context
 from annotation.services import MODEL_ANSWER_FIELDS
-from dynatask_site.precompiled import PrecompiledQuery
+from dynatask_site.auth_backends import user_lookup
+from dynatask_site.precompiled import PrecompiledQuery, first_together
 from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Context, Round, Task
 from tasks.permissions import can_contribute, can_review_examples, can_view_task
@@ -54,6 +57,7 @@ _OPEN_ROUND_WITH_TASK = PrecompiledQuery(
     code=str,
     user_id=int,
 )
+_CONTEXT_BY_PK = PrecompiledQuery(lambda pk: Context.objects.filter(pk=pk).order_by()[:1], pk=int)
 _CONTEXT = PrecompiledQuery(
     lambda round_id, pk: Context.objects.filter(round_id=round_id, pk=pk).order_by()[:1],
     round_id=int,
@@ -61,10 +65,78 @@ _CONTEXT = PrecompiledQuery(
 )
 
 
-def task_for_actor(code: str, actor: Actor | None) -> Task:
+@dataclass(frozen=True)
+class Prefetched:
+    """What a signed-in user's request read before its view ran, with the user's row, in
+    one statement (``prefetch``). ``task_for_actor``, ``task_and_round_for_actor`` and
+    ``context_get`` take their rows from it instead of querying, for that user and task."""
+
+    user_id: int
+    code: str
+    user: Any
+    task: Task | None = None
+    # Whether the latest open round was read (``round`` None then: no round is open).
+    round_read: bool = False
+    round: Round | None = None
+    context_id: str | None = None
+    context: Context | None = None
+
+    def serves(self, code: str, actor: Actor | None) -> bool:
+        return (
+            self.code == code
+            and actor is not None
+            and actor.campaign_worker is None
+            and actor.user is not None
+            and actor.user.pk == self.user_id
+        )
+
+
+def prefetch(
+    user_id: Any, code: str, *, with_round: bool = False, context_id: str | None = None
+) -> Prefetched | None:
+    """Read user ``user_id`` (as the auth backend does), task ``code`` with whether the user
+    owns it (``with_round``: its latest open round with the task), and context
+    ``context_id``, in one statement. None when there is no such user."""
+    users = user_lookup()
+    if users is None:
+        return None
+    reads = [
+        (users, {"pk": user_id}),
+        (
+            _OPEN_ROUND_WITH_TASK if with_round else _TASK_WITH_OWNERSHIP,
+            {"code": code, "user_id": user_id},
+        ),
+    ]
+    if context_id:
+        reads.append((_CONTEXT_BY_PK, {"pk": context_id}))
+    user, found, *context = first_together(*reads)
+    if user is None:
+        return None
+    if with_round:
+        task = _task_of_round(found, user.pk) if found is not None else None
+        round_ = found
+    else:
+        task, round_ = found, None
+        if task is not None:
+            task.viewer_owns_for = user.pk
+    return Prefetched(
+        user_id=user.pk,
+        code=code,
+        user=user,
+        task=task,
+        round_read=with_round,
+        round=round_,
+        context_id=context_id or None,
+        context=context[0] if context else None,
+    )
+
+
+def task_for_actor(code: str, actor: Actor | None, prefetched: Prefetched | None = None) -> Task:
     """Return task ``code`` if ``actor`` may work on it (current config and, for a signed-in
-    actor, whether they own it: one query)."""
-    if actor is not None and actor.user is not None and actor.user.is_authenticated:
+    actor, whether they own it: one query, none with ``prefetched``)."""
+    if prefetched is not None and prefetched.task is not None and prefetched.serves(code, actor):
+        task = prefetched.task
+    elif actor is not None and actor.user is not None and actor.user.is_authenticated:
         task = _TASK_WITH_OWNERSHIP.first(code=code, user_id=actor.user.pk)
         if task is not None:
             task.viewer_owns_for = actor.user.pk
@@ -91,22 +163,33 @@ def _checked(task: Task | None, code: str, actor: Actor | None) -> Task:
     return task
 
 
-def task_and_round_for_actor(code: str, actor: Actor | None) -> tuple[Task, Round | None]:
+def _task_of_round(round_: Round, user_id: int) -> Task:
+    """The task read with ``round_`` (``_OPEN_ROUND_WITH_TASK``), knowing whether the user
+    owns it."""
+    task = round_.task
+    task.viewer_owns = round_.viewer_owns
+    task.viewer_owns_for = user_id
+    return task
+
+
+def task_and_round_for_actor(
+    code: str, actor: Actor | None, prefetched: Prefetched | None = None
+) -> tuple[Task, Round | None]:
     """``task_for_actor`` and ``round_for_actor`` together.
 
-    For a signed-in user whose task has an open round it is one query: the latest open round
-    with its task, the task's config and whether the user owns the task. Otherwise (no open
-    round, no such task, a campaign worker, nobody signed in) it is ``task_for_actor``, then
-    ``round_for_actor``.
+    For a signed-in user whose task has an open round it is one query (none with
+    ``prefetched``): the latest open round with its task, the task's config and whether the
+    user owns the task. Otherwise (no open round, no such task, a campaign worker, nobody
+    signed in) it is ``task_for_actor``, then ``round_for_actor``.
     """
     user = actor.user if actor is not None else None
     if user is not None and user.is_authenticated and actor.campaign_worker is None:
-        round_ = _OPEN_ROUND_WITH_TASK.first(code=code, user_id=user.pk)
+        if prefetched is not None and prefetched.round_read and prefetched.serves(code, actor):
+            round_ = prefetched.round
+        else:
+            round_ = _OPEN_ROUND_WITH_TASK.first(code=code, user_id=user.pk)
         if round_ is not None:
-            task = round_.task
-            task.viewer_owns = round_.viewer_owns
-            task.viewer_owns_for = user.pk
-            return _checked(task, code, actor), round_
+            return _checked(_task_of_round(round_, user.pk), code, actor), round_
     task = task_for_actor(code, actor)
     return task, round_for_actor(task, actor)
 
@@ -140,12 +223,19 @@ def example_model_answer(example_id: int) -> dict:
     return dict(zip(MODEL_ANSWER_FIELDS, values, strict=True))
 
 
-def context_get(round_: Round, context_id: int | None) -> Context | None:
+def context_get(
+    round_: Round, context_id: int | str | None, prefetched: Prefetched | None = None
+) -> Context | None:
     """Return context ``context_id`` of ``round_``; None for none, another round's or a
-    value that is not an id."""
+    value that is not an id. ``prefetched``: read with the request's user (``prefetch``)."""
     if not context_id:
         return None
-    context = _CONTEXT.first(round_id=round_.pk, pk=context_id)
+    if prefetched is not None and prefetched.context_id == context_id:
+        context = prefetched.context
+        if context is not None and context.round_id != round_.pk:
+            context = None
+    else:
+        context = _CONTEXT.first(round_id=round_.pk, pk=context_id)
     if context is not None:
         context.round = round_
     return context

@@ -9,6 +9,7 @@ from functools import wraps
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpResponse
 from django.middleware.csrf import get_token
@@ -37,6 +38,7 @@ from annotation.forms import (
     time_spent_ms,
 )
 from annotation.models import Campaign, Example, ExampleStatus
+from dynatask_site.auth_backends import user_preloaded
 from dynatask_site.reversing import reverse_filled
 from models_hub.selectors import model_pick_for_round
 from tasks.config.values import check_worker_input
@@ -72,15 +74,28 @@ def _error(request, error: ServiceError):
     return render(request, "annotation/error.html", {"message": error.message}, status=error.status)
 
 
-def annotation_view(view):
-    """Resolve the actor (login redirect for anonymous) and turn ServiceErrors into pages."""
+def annotation_view(view=None, *, reads=None):
+    """Resolve the actor (login redirect for anonymous) and turn ServiceErrors into pages.
+
+    ``reads(request, *args, **kwargs)``: for a request whose session holds a signed-in user,
+    the rows the view reads first, read with the user's row in one statement
+    (``selectors.prefetch``). The user is resolved from that row (``user_preloaded``: Django
+    checks it as any user it loads) and the view finds the rest in ``request.prefetched``.
+    """
+    if view is None:
+        return lambda view: annotation_view(view, reads=reads)
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        actor = actor_from_request(request)
+        prefetched = None
+        if reads is not None and request.session.get(SESSION_KEY) is not None:
+            prefetched = reads(request, *args, **kwargs)
+        with user_preloaded(prefetched.user if prefetched is not None else None):
+            actor = actor_from_request(request)
         if actor is None:
             return redirect_to_login(request.get_full_path())
         request.actor = actor
+        request.prefetched = prefetched
         if actor.user is not None:
             request.user = actor.user  # loaded: the view and the page skip the lazy proxy
         try:
@@ -89,6 +104,20 @@ def annotation_view(view):
             return _error(request, error)
 
     return wrapper
+
+
+def _task_reads(request, code: str, **kwargs) -> selectors.Prefetched | None:
+    """The validate page's first reads: the user and the task."""
+    return selectors.prefetch(request.session[SESSION_KEY], code)
+
+
+def _round_reads(request, code: str, **kwargs) -> selectors.Prefetched | None:
+    """The create page's first reads: the user, the open round with its task and, for a
+    POST, the context written about."""
+    context_id = request.POST.get("context_id") if request.method == "POST" else None
+    return selectors.prefetch(
+        request.session[SESSION_KEY], code, with_round=True, context_id=context_id or None
+    )
 
 
 def _prefs(request, task) -> dict:
@@ -185,10 +214,10 @@ def _create_page(request, task, round_, config, context, form, **extra):
 
 
 @require_http_methods(["GET", "POST"])
-@annotation_view
+@annotation_view(reads=_round_reads)
 def create(request, code: str):
     actor = request.actor
-    task, round_ = selectors.task_and_round_for_actor(code, actor)
+    task, round_ = selectors.task_and_round_for_actor(code, actor, request.prefetched)
     if not _campaign_kind_ok(actor, Campaign.Kind.CREATE):
         raise PermissionDenied("your campaign is for validation")
     if actor.is_campaign and campaign_quota_reached(actor):
@@ -218,7 +247,9 @@ def create(request, code: str):
 
 def _create_post(request, task, round_, config, actor):
     form = CreateForm(request.POST, config=config)
-    context = selectors.context_get(round_, request.POST.get("context_id") or None)
+    context = selectors.context_get(
+        round_, request.POST.get("context_id") or None, request.prefetched
+    )
     goal = config.goal_field
     goal_label = request.POST.get(goal.name, "") if goal else ""
     if not form.is_valid():
@@ -599,10 +630,10 @@ def _validate_page(request, task, example, form, status=200):
 
 
 @require_http_methods(["GET", "POST"])
-@annotation_view
+@annotation_view(reads=_task_reads)
 def validate(request, code: str):
     actor = request.actor
-    task = selectors.task_for_actor(code, actor)
+    task = selectors.task_for_actor(code, actor, request.prefetched)
     if not _campaign_kind_ok(actor, Campaign.Kind.VALIDATE):
         raise PermissionDenied("your campaign is for writing examples")
     if actor.is_campaign and campaign_quota_reached(actor):

@@ -65,6 +65,9 @@ class _Plan:
     annotations: tuple[tuple[str, int], ...]
     # SELECT ... FOR UPDATE: runs only inside a transaction, as the ORM's does.
     for_update: bool = False
+    # The columns of a row, and whether the query returns one row at most (``[:1]``).
+    width: int = 0
+    single: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,52 @@ class PrecompiledQuery(_Precompiled):
             raise TransactionManagementError(
                 "select_for_update cannot be used outside of a transaction."
             )
+
+
+def first_together(
+    *lookups: tuple[PrecompiledQuery, Mapping[str, Any]], using: str = DEFAULT_DB_ALIAS
+) -> list:
+    """``query.first(**values)`` of each ``(query, values)``, from one statement.
+
+    Each query (one row at most: sliced ``[:1]``) is ``LEFT JOIN``ed to a one-row relation,
+    so the statement returns one row: each query's columns in turn, NULL where it found
+    nothing. A request that needs several unrelated rows (its user, its task) reads them in
+    one round trip instead of one each. A lookup whose values are not of their types finds
+    nothing, without a part in the statement.
+    """
+    connection = connections[using]
+    parts = []
+    params: list = []
+    for query, values in lookups:
+        clean = query._values(dict(values))
+        if clean is None:
+            parts.append(None)
+            continue
+        plan = query._plan(using)
+        if plan.for_update or not plan.single:
+            raise NotSupportedError("first_together reads queries of one row, without locks")
+        parts.append(plan)
+        params.extend(_params(plan.slots, clean))
+    planned = [(index, plan) for index, plan in enumerate(parts) if plan is not None]
+    found: list = [None] * len(parts)
+    if not planned:
+        return found
+    joins = " ".join(f"LEFT JOIN ({plan.sql}) AS part_{index} ON 1 = 1" for index, plan in planned)
+    columns = ", ".join(f"part_{index}.*" for index, _ in planned)
+    # Our own names around SQL that Django compiled; every value is a parameter.
+    statement = f"SELECT {columns} FROM (SELECT 1 AS one) AS one_row {joins}"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+    if len(row) != sum(plan.width for _, plan in planned):
+        raise NotSupportedError("a part of the statement returned more columns than compiled")
+    start = 0
+    for index, plan in planned:
+        part = row[start : start + plan.width]
+        start += plan.width
+        if part[plan.model_start + plan.init_list.index(plan.model._meta.pk.attname)] is not None:
+            found[index] = _instance(plan, part, connection, using)
+    return found
 
 
 class PrecompiledRows(_Precompiled):
@@ -423,6 +472,8 @@ def _compile_query(queryset: QuerySet, placeholders, parameters, using: str) -> 
         populators=tuple(get_related_populators(klass_info, select, using)),
         annotations=tuple(compiler.annotation_col_map.items()),
         for_update=query.select_for_update,
+        width=compiler.col_count,
+        single=query.high_mark is not None and query.high_mark - query.low_mark == 1,
     )
 
 

@@ -19,6 +19,7 @@ from dynatask_site.precompiled import (
     _inline_constants,
     _literal,
     chains_writes,
+    first_together,
 )
 from tasks.models import Context, Task
 from tests.factories import (
@@ -513,3 +514,41 @@ def test_chained_writes_refuse_expressions():
     with pytest.raises(NotSupportedError):
         EXAMPLE_INSERT.create_chained(lambda instance: [], **values)
     assert chains_writes()  # the suite runs on PostgreSQL
+
+
+def test_first_together_reads_each_lookups_first_row_in_one_statement(django_assert_num_queries):
+    owner = UserFactory()
+    task = TaskFactory(owners=[owner])
+    model = ModelFactory(task=task)
+    example = ExampleFactory(task=task, model=model, input={"statement": "<b>hé</b>"})
+    lookups = [
+        (EXAMPLE, {"pk": example.pk}),
+        (TASK_WITH_OWNERSHIP, {"code": task.code, "user_id": owner.pk}),
+        (TASK_WITH_OWNERSHIP, {"code": "no-such-task", "user_id": owner.pk}),
+        (EXAMPLE, {"pk": "1 OR 1=1"}),  # cannot match: no part in the statement
+    ]
+    alone = [query.first(**values) for query, values in lookups]
+    with django_assert_num_queries(1):
+        together = first_together(*lookups)
+    assert together[2:] == [None, None] == alone[2:]
+    assert _state(together[0], RELATED) == _state(alone[0], RELATED)
+    assert together[0].input == {"statement": "<b>hé</b>"}
+    assert _state(together[1], ["current_config"]) == _state(alone[1], ["current_config"])
+    assert together[1].viewer_owns is True
+    # A row found after one that was not: each part is read from its own columns.
+    missing_first = first_together(lookups[2], lookups[1])
+    assert missing_first[0] is None and missing_first[1].pk == task.pk
+    with django_assert_num_queries(1):
+        assert first_together(lookups[2], (EXAMPLE, {"pk": 2**40})) == [None, None]
+    with django_assert_num_queries(0):
+        assert first_together(lookups[3]) == [None]
+
+
+def test_first_together_refuses_queries_of_many_rows_or_with_locks():
+    many = PrecompiledQuery(lambda pk: Example.objects.filter(pk__gte=pk), pk=int)
+    locked = PrecompiledQuery(
+        lambda pk: Example.objects.select_for_update().filter(pk=pk)[:1], pk=int
+    )
+    for query in (many, locked):
+        with pytest.raises(NotSupportedError), transaction.atomic():
+            first_together((EXAMPLE, {"pk": 1}), (query, {"pk": 1}))

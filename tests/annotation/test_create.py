@@ -490,9 +490,9 @@ def test_query_counts_are_fixed(
         ContextFactory(task=sentiment_model.task)
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
-    # 5: user, the open round with its task (and the viewer's ownership), sampling (2: bounds,
-    # pick), served +1.
-    with django_assert_num_queries(5):
+    # 4: one statement for the user and the open round with its task (and whether the user
+    # owns it), sampling (2: bounds, pick), served +1.
+    with django_assert_num_queries(4):
         page = open_form(client, "sentiment")
     data = {
         "context_id": page["context_id"],
@@ -500,9 +500,10 @@ def test_query_counts_are_fixed(
         "statement": POSITIVE,
         "label": "negative",
     }
-    # 5: user, round with task, context, model pick, then one statement: the new example
-    # and its counter rows (context, worker, round), with no BEGIN and COMMIT around it.
-    with django_assert_num_queries(5):
+    # 3: one statement for the user, the round with its task and the context; the model
+    # pick; one statement for the new example and its counter rows (context, worker,
+    # round), with no BEGIN and COMMIT around it.
+    with django_assert_num_queries(3):
         client.post("/tasks/sentiment/create", data)
     run_jobs()
     example = Example.objects.order_by("-id").first()
@@ -511,9 +512,9 @@ def test_query_counts_are_fixed(
         client.get(f"/tasks/sentiment/examples/{example.pk}/status")
     client.force_login(validators[0])
     client.get("/tasks/sentiment/validate")  # warm-up: the validator's session
-    # 3: user, task, the next example (one index range of the queue: a fooling example
-    # waits; at most three ranges when there is none).
-    with django_assert_num_queries(3):
+    # 2: one statement for the user and the task, the next example (one index range of the
+    # queue: a fooling example waits; at most three ranges when there is none).
+    with django_assert_num_queries(2):
         assert 'name="example_id"' in client.get("/tasks/sentiment/validate").content.decode()
 
 

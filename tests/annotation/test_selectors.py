@@ -11,7 +11,7 @@ from annotation.actors import Actor
 from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Round
 from tasks.permissions import is_task_owner
-from tests.factories import CampaignWorkerFactory, TaskFactory, UserFactory
+from tests.factories import CampaignWorkerFactory, ContextFactory, TaskFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +93,50 @@ def test_a_signed_in_user_with_an_open_round_takes_one_query(django_assert_num_q
         found, round_ = selectors.task_and_round_for_actor(task.code, actor)
         assert is_task_owner(owner, found)  # from the same row: no owners query
         assert (found.current_config.version, round_.number) == (1, 1)
+
+
+def test_rows_read_for_one_user_and_task_serve_no_other():
+    owner, stranger = UserFactory(), UserFactory()
+    task = TaskFactory(owners=[owner])
+    other = TaskFactory()
+    context = ContextFactory(task=other)
+    read = selectors.prefetch(str(owner.pk), task.code, with_round=True, context_id=str(context.pk))
+    assert read.user == owner and read.task.pk == task.pk and read.round.number == 1
+    # Another user, another task, a campaign worker: each reads for itself.
+    assert selectors.task_for_actor(task.code, Actor(user=stranger), read).viewer_owns is False
+    with pytest.raises(NotFound):
+        selectors.task_for_actor(other.code + "x", Actor(user=owner), read)
+    assert selectors.task_for_actor(other.code, Actor(user=owner), read).pk == other.pk
+    worker = CampaignWorkerFactory(campaign__task=other)
+    assert not read.serves(task.code, Actor(campaign_worker=worker))
+    # A context read by its key belongs to the round only if it is the round's.
+    assert selectors.context_get(read.round, str(context.pk), read) is None
+    mine = ContextFactory(task=task)
+    read = selectors.prefetch(owner.pk, task.code, with_round=True, context_id=str(mine.pk))
+    assert selectors.context_get(read.round, str(mine.pk), read) == mine
+    # Nothing for a user that does not exist, or a key that is not one.
+    assert selectors.prefetch(10**9, task.code) is None
+    assert selectors.prefetch("1 OR 1=1", task.code) is None
+
+
+@pytest.mark.parametrize("path", ["create", "validate"])
+def test_a_user_read_with_the_task_is_checked_as_django_checks_any(client, path):
+    """The create and validate pages read the session's user with their task: Django still
+    refuses a user whose password changed since the sign-in (the session's hash) or who was
+    deactivated, and a signed-in user who may not see the task."""
+    owner, worker = UserFactory(), UserFactory()
+    task = TaskFactory(owners=[owner], hidden=True)
+    ContextFactory(task=task)
+    url = f"/tasks/{task.code}/{path}"
+    client.force_login(owner)
+    assert client.get(url).status_code == 200
+    owner.set_password("changed elsewhere")
+    owner.save()
+    response = client.get(url)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login")
+    client.force_login(owner)
+    assert client.get(url).status_code == 200
+    type(owner).objects.filter(pk=owner.pk).update(is_active=False)
+    assert client.get(url).status_code == 302
+    client.force_login(worker)
+    assert client.get(url).status_code == 404  # hidden from a user who does not own it

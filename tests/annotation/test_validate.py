@@ -456,15 +456,15 @@ def test_validate_query_counts_are_fixed(client, setup, people, django_assert_ma
 def test_validate_post_takes_a_fixed_number_of_queries(
     client, setup, people, django_assert_num_queries
 ):
-    """The steady-state POST: user, task (with the viewer's ownership), the example still in
-    the queue (the form needs its config), then the transaction: the example locked with
-    whether this validator saw it already, the validation, the example's counters, the
-    validator's counter row."""
+    """The steady-state POST: the user and the task (with the viewer's ownership) in one
+    statement, the example still in the queue (the form needs its config), then the
+    transaction: the example locked with whether this validator saw it already, the
+    validation, the example's counters, the validator's counter row."""
     task, context = setup
     first, second = (make_example(task, context, people["writer"], model_wrong=True) for _ in "12")
     client.force_login(people["a"])
     client.post("/tasks/sentiment/validate", {"example_id": first.pk, "label": "correct"})
-    with django_assert_num_queries(9):  # the 7 above, and the transaction's two ends
+    with django_assert_num_queries(8):  # the 6 above, and the transaction's two ends
         response = client.post(
             "/tasks/sentiment/validate", {"example_id": second.pk, "label": "correct"}
         )
