@@ -80,6 +80,9 @@ class Prefetched:
     round: Round | None = None
     context_id: str | None = None
     context: Context | None = None
+    # The example to validate, with whether it is in the user's queue (``in_queue``).
+    example_id: int | None = None
+    example: Example | None = None
 
     def serves(self, code: str, actor: Actor | None) -> bool:
         return (
@@ -92,24 +95,27 @@ class Prefetched:
 
 
 def prefetch(
-    user_id: Any, code: str, *, with_round: bool = False, context_id: str | None = None
+    user_id: Any,
+    code: str,
+    *,
+    with_round: bool = False,
+    context_id: str | None = None,
+    example_id: int | None = None,
 ) -> Prefetched | None:
     """Read user ``user_id`` (as the auth backend does), task ``code`` with whether the user
-    owns it (``with_round``: its latest open round with the task), and context
-    ``context_id``, in one statement. None when there is no such user."""
+    owns it (``with_round``: its latest open round with the task), context ``context_id``
+    and example ``example_id`` with whether it is in the user's validation queue, in one
+    statement. None when there is no such user."""
     users = user_lookup()
     if users is None:
         return None
-    reads = [
-        (users, {"pk": user_id}),
-        (
-            _OPEN_ROUND_WITH_TASK if with_round else _TASK_WITH_OWNERSHIP,
-            {"code": code, "user_id": user_id},
-        ),
-    ]
+    task_read = _OPEN_ROUND_WITH_TASK if with_round else _TASK_WITH_OWNERSHIP
+    reads = [(users, {"pk": user_id}), (task_read, {"code": code, "user_id": user_id})]
     if context_id:
         reads.append((_CONTEXT_BY_PK, {"pk": context_id}))
-    user, found, *context = first_together(*reads)
+    if example_id is not None:
+        reads.append((_IN_QUEUE["user_id"], {"actor_id": user_id, "pk": example_id}))
+    user, found, *rest = first_together(*reads)
     if user is None:
         return None
     if with_round:
@@ -127,7 +133,9 @@ def prefetch(
         round_read=with_round,
         round=round_,
         context_id=context_id or None,
-        context=context[0] if context else None,
+        context=rest.pop(0) if context_id else None,
+        example_id=example_id,
+        example=rest.pop(0) if example_id is not None else None,
     )
 
 
@@ -332,19 +340,19 @@ _NEXT_TO_VALIDATE = {
     for column in ("user_id", "campaign_worker_id")
 }
 # The validate POST's example, read by its primary key with whether it is still in the
-# actor's queue as a column (``in_queue``). As a filter, the queue's condition let PostgreSQL
-# take the partial index ``example_validation_queue`` for the lookup, when its statistics
-# lagged behind a growing table (the load test's), and walk the task's whole queue in it
-# (1.0-1.4 ms a call at 3,000 examples, growing with the queue) instead of one row.
+# actor's queue as a column (``in_queue``); its task is checked on the row. As a filter, the
+# queue's condition let PostgreSQL take the partial index ``example_validation_queue`` for
+# the lookup, when its statistics lagged behind a growing table (the load test's), and walk
+# the task's whole queue in it (1.0-1.4 ms a call at 3,000 examples, growing with the queue)
+# instead of one row.
 _IN_QUEUE = {
     column: PrecompiledQuery(
-        lambda task_id, actor_id, pk, column=column: Example.objects.filter(task_id=task_id, pk=pk)
+        lambda actor_id, pk, column=column: Example.objects.filter(pk=pk)
         .annotate(
             in_queue=ExpressionWrapper(_in_queue_of(column, actor_id), output_field=BooleanField())
         )
         .select_related("config_version", "context")
         .order_by()[:1],
-        task_id=int,
         actor_id=int,
         pk=int,
     )
@@ -381,11 +389,25 @@ def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
     return random.choice([example for example in candidates if example.validation_count == least])
 
 
-def example_for_validation(task: Task, example_id: int, actor: Actor) -> Example | None:
-    """Return example ``example_id`` if it is still in ``actor``'s validation queue."""
-    column, actor_id = actor.id_column()
-    example = _IN_QUEUE[column].first(task_id=task.pk, actor_id=actor_id, pk=example_id)
-    return example if example is not None and example.in_queue else None
+def example_for_validation(
+    task: Task, example_id: int | None, actor: Actor, prefetched: Prefetched | None = None
+) -> Example | None:
+    """Return example ``example_id`` if it is still in ``actor``'s validation queue of
+    ``task``. ``prefetched``: read with the request's user (``prefetch``)."""
+    if example_id is None:
+        return None
+    if (
+        prefetched is not None
+        and prefetched.example_id == example_id
+        and prefetched.serves(task.code, actor)
+    ):
+        example = prefetched.example
+    else:
+        column, actor_id = actor.id_column()
+        example = _IN_QUEUE[column].first(actor_id=actor_id, pk=example_id)
+    if example is None or example.task_id != task.pk or not example.in_queue:
+        return None
+    return example
 
 
 REVIEW_PAGE_SIZE = 50

@@ -639,20 +639,32 @@ def validation_submit(
             raise Conflict("you already validated this example", code="validation.duplicate")
         metadata = _check_validate_metadata(example, label, metadata or {})
         owner_verdict = actor.user is not None and is_task_owner(actor.user, task)
-        validation = _VALIDATION_INSERT.create(
-            example=example,
-            label=label,
-            metadata=metadata,
-            is_owner_verdict=owner_verdict,
-            time_spent_ms=time_spent_ms,
+        values = {
+            "example": example,
+            "label": label,
+            "metadata": metadata,
+            "is_owner_verdict": owner_verdict,
+            "time_spent_ms": time_spent_ms,
             **actor.create_kwargs(),
-        )
+        }
+        counters = _counters_of(label)
+        if chains_writes():
+            # One statement: the validation, the example's counters, the validator's row.
+            validation, _ = _VALIDATION_INSERT.create_chained(
+                lambda validation: [
+                    stats.counter_move(Example, example.pk, dict.fromkeys(counters, 1)),
+                    *stats.new_validation_writes(validation, example),
+                ],
+                **values,
+            )
+        else:
+            validation = _VALIDATION_INSERT.create(**values)
+            _COUNT_VALIDATION[label].run(pk=example.pk)
+            stats.stats_validation_created(validation)
         counter = LABEL_COUNTER[label]
-        _COUNT_VALIDATION[label].run(pk=example.pk)
         # The row is locked: the new values are the old ones plus one.
-        for name in _counters_of(label):
+        for name in counters:
             setattr(example, name, getattr(example, name) + 1)
-        stats.stats_validation_created(validation)
         if owner_verdict:
             _settle(example, label, by_owner=True)
         elif getattr(example, counter) >= max(1, task.num_matching_validations):

@@ -269,12 +269,8 @@ def new_example_writes(example: Example) -> list[ChainedWrite]:
     round_deltas, worker_deltas, context_deltas = _created_deltas(example)
     writes = []
     if example.context_id is not None:
-        moves = _moves({**context_deltas, "example_count": 1})
         writes.append(
-            ChainedWrite(
-                _counter_update_sql(Context, tuple(moves)),
-                (*moves.values(), example.context_id),
-            )
+            counter_move(Context, example.context_id, {**context_deltas, "example_count": 1})
         )
     lookup = _writer_lookup(example)
     if lookup is not None and any(worker_deltas.values()):
@@ -284,6 +280,32 @@ def new_example_writes(example: Example) -> list[ChainedWrite]:
         lookup = {"round_id": example.round_id}
         writes.append(_upsert(RoundStats, lookup, ("round_id",), round_deltas))
     return writes
+
+
+def new_validation_writes(validation: Validation, example: Example) -> list[ChainedWrite]:
+    """What ``stats_validation_created`` writes for the unsaved ``validation`` of
+    ``example``, as writes chained to its INSERT: the validator's counter row (inserted if
+    missing). Nothing for an owner's verdict."""
+    if validation.is_owner_verdict:
+        return []
+    lookup = _worker_lookup(
+        task_id=example.task_id,
+        round_id=example.round_id,
+        user_id=validation.user_id,
+        campaign_worker_id=validation.campaign_worker_id,
+    )
+    if lookup is None:
+        return []
+    owner = "user_id" if "user_id" in lookup else "campaign_worker_id"
+    deltas = {"validations": 1, "time_spent_ms": max(validation.time_spent_ms or 0, 0)}
+    return [_upsert(WorkerStats, lookup, ("round_id", owner), deltas)]
+
+
+def counter_move(model, pk: int, deltas: Mapping[str, int]) -> ChainedWrite:
+    """Add ``deltas`` (none negative) to the counters of ``model``'s row ``pk``, as a write
+    chained to an INSERT (``PrecompiledInsert.create_chained``)."""
+    moves = _moves(deltas)
+    return ChainedWrite(_counter_update_sql(model, tuple(moves)), (*moves.values(), pk))
 
 
 def _moves(deltas: Mapping[str, int]) -> dict[str, int]:

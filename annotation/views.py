@@ -107,8 +107,9 @@ def annotation_view(view=None, *, reads=None):
 
 
 def _task_reads(request, code: str, **kwargs) -> selectors.Prefetched | None:
-    """The validate page's first reads: the user and the task."""
-    return selectors.prefetch(request.session[SESSION_KEY], code)
+    """The validate page's first reads: the user, the task and, for a POST, the example."""
+    example_id = _int(request.POST.get("example_id")) if request.method == "POST" else None
+    return selectors.prefetch(request.session[SESSION_KEY], code, example_id=example_id)
 
 
 def _round_reads(request, code: str, **kwargs) -> selectors.Prefetched | None:
@@ -647,7 +648,9 @@ def validate(request, code: str):
         )
         return _validate_page(request, task, example, form)
 
-    example = selectors.example_for_validation(task, _int(request.POST.get("example_id")), actor)
+    example = selectors.example_for_validation(
+        task, _int(request.POST.get("example_id")), actor, request.prefetched
+    )
     if example is None:
         messages.info(request, "That example was settled or is no longer available.")
         return redirect("annotation:validate", task.code)

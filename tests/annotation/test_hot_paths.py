@@ -320,3 +320,80 @@ def test_the_statement_stays_within_psycopgs_cache_of_converted_statements(task)
     for sql, params in statements:
         assert len(params) <= _queries.MAX_CACHED_STATEMENT_PARAMS
         assert len(sql.encode()) <= _queries.MAX_CACHED_STATEMENT_LENGTH
+
+
+def _validation_counters(task):
+    examples = sorted(
+        stats.Example.objects.filter(task=task).values_list(
+            "validation_count",
+            "correct_count",
+            "incorrect_count",
+            "flagged_count",
+            "flag_count",
+            "validation_state",
+        )
+    )
+    workers = sorted(
+        stats.WorkerStats.objects.filter(task=task, validations__gt=0).values_list(
+            "validations", "time_spent_ms", "verified_fooled", "rejected"
+        )
+    )
+    rounds = list(
+        stats.RoundStats.objects.filter(round__task=task).values_list(
+            "validated", "verified_fooled"
+        )
+    )
+    return examples, workers, rounds
+
+
+@pytest.mark.django_db
+def test_one_statement_counts_a_validation_as_the_orm_path_does(monkeypatch):
+    """On PostgreSQL the validation, the example's counters and the validator's row are one
+    statement; elsewhere three. Both leave the same counters (a validator's first row
+    created, a campaign worker, an owner's verdict, settling by consensus), equal to a
+    recount."""
+    from annotation.actors import Actor
+    from annotation.models import Example, ExampleStatus
+    from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory
+
+    results = []
+    for chained in (True, False):
+        monkeypatch.setattr(services, "chains_writes", lambda chained=chained: chained)
+        owner, writer = UserFactory(), UserFactory()
+        task = TaskFactory(config_name="sentiment", owners=[owner])
+        context = ContextFactory(task=task)
+        _submit_all(task, [writer, writer, writer], [context] * 3)
+        Example.objects.filter(task=task).update(
+            status=ExampleStatus.MODEL_ANSWERED, model_wrong=True
+        )
+        examples = list(Example.objects.filter(task=task).order_by("pk"))
+        campaign = CampaignFactory(task=task, kind="validate")
+        crowd = [
+            Actor(user=UserFactory()),
+            Actor(user=UserFactory()),
+            Actor(campaign_worker=CampaignWorkerFactory(campaign=campaign)),
+        ]
+        plan = [
+            (examples[0], crowd[0], "correct"),
+            (examples[0], crowd[1], "correct"),  # a consensus settles it
+            (examples[1], crowd[0], "flagged"),
+            (examples[1], crowd[2], "incorrect"),
+            (examples[2], crowd[2], "correct"),
+            (examples[2], Actor(user=owner), "incorrect"),  # the owner settles it
+        ]
+        for index, (example, actor, label) in enumerate(plan):
+            services.validation_submit(
+                example_id=example.pk,
+                actor=actor,
+                label=label,
+                metadata={"flag_reason": "unclear"} if label == "flagged" else {},
+                time_spent_ms=1000 * (index + 1),
+            )
+        counted = _validation_counters(task)
+        stats.stats_recompute(task)
+        assert _validation_counters(task) == counted
+        results.append(counted)
+    assert results[0] == results[1]
+    examples, workers, rounds = results[0]
+    assert [row[:4] for row in examples] == [(2, 0, 1, 1), (2, 1, 1, 0), (2, 2, 0, 0)]
+    assert [row[:2] for row in workers] == [(1, 2000), (2, 4000), (2, 9000)]

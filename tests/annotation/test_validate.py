@@ -210,7 +210,7 @@ def test_the_validate_posts_lookup_reads_one_example_by_its_key(setup, people, g
     task, context = setup
     examples = [make_example(task, context, people["writer"], model_wrong=True) for _ in "123"]
     query = selectors._IN_QUEUE["user_id"]
-    values = {"task_id": task.pk, "actor_id": people["a"].pk, "pk": examples[1].pk}
+    values = {"actor_id": people["a"].pk, "pk": examples[1].pk}
     with no_seqscan():
         plan = query.explain(generic=generic, **values)
     assert "example_validation_queue" not in plan, plan
@@ -220,6 +220,10 @@ def test_the_validate_posts_lookup_reads_one_example_by_its_key(setup, people, g
     assert (
         selectors.example_for_validation(task, examples[1].pk, Actor(user=people["writer"])) is None
     )
+    # The task is checked on the row: another task's example is not in this queue.
+    other = TaskFactory(code="other-task")
+    assert selectors.example_for_validation(other, examples[1].pk, actor) is None
+    assert selectors.example_for_validation(task, None, actor) is None
 
 
 # -- settling and counters ----------
@@ -456,15 +460,15 @@ def test_validate_query_counts_are_fixed(client, setup, people, django_assert_ma
 def test_validate_post_takes_a_fixed_number_of_queries(
     client, setup, people, django_assert_num_queries
 ):
-    """The steady-state POST: the user and the task (with the viewer's ownership) in one
-    statement, the example still in the queue (the form needs its config), then the
-    transaction: the example locked with whether this validator saw it already, the
-    validation, the example's counters, the validator's counter row."""
+    """The steady-state POST: one statement for the user, the task (with the viewer's
+    ownership) and the example still in the queue (the form needs its config), then the
+    transaction: the example locked with whether this validator saw it already, and one
+    statement for the validation, the example's counters and the validator's counter row."""
     task, context = setup
     first, second = (make_example(task, context, people["writer"], model_wrong=True) for _ in "12")
     client.force_login(people["a"])
     client.post("/tasks/sentiment/validate", {"example_id": first.pk, "label": "correct"})
-    with django_assert_num_queries(8):  # the 6 above, and the transaction's two ends
+    with django_assert_num_queries(5):  # the 3 above, and the transaction's two ends
         response = client.post(
             "/tasks/sentiment/validate", {"example_id": second.pk, "label": "correct"}
         )
