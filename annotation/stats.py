@@ -286,18 +286,11 @@ def new_validation_writes(validation: Validation, example: Example) -> list[Chai
     """What ``stats_validation_created`` writes for the unsaved ``validation`` of
     ``example``, as writes chained to its INSERT: the validator's counter row (inserted if
     missing). Nothing for an owner's verdict."""
-    if validation.is_owner_verdict:
-        return []
-    lookup = _worker_lookup(
-        task_id=example.task_id,
-        round_id=example.round_id,
-        user_id=validation.user_id,
-        campaign_worker_id=validation.campaign_worker_id,
-    )
+    lookup = _validator_lookup(validation, example)
     if lookup is None:
         return []
     owner = "user_id" if "user_id" in lookup else "campaign_worker_id"
-    deltas = {"validations": 1, "time_spent_ms": max(validation.time_spent_ms or 0, 0)}
+    deltas = _validation_deltas(validation)
     return [_upsert(WorkerStats, lookup, ("round_id", owner), deltas)]
 
 
@@ -484,18 +477,26 @@ def stats_validation_created(validation: Validation) -> None:
     Owner verdicts are not crowd work and are not counted here (the settle hook counts
     their effect on the example).
     """
+    lookup = _validator_lookup(validation, validation.example)
+    if lookup is not None:
+        _bump(WorkerStats, lookup, _validation_deltas(validation))
+
+
+def _validator_lookup(validation: Validation, example: Example) -> dict | None:
+    """The key of the counter row of a crowd validation's validator (``_worker_lookup``);
+    None for an owner's verdict, which is not crowd work."""
     if validation.is_owner_verdict:
-        return
-    example = validation.example
-    lookup = _worker_lookup(
+        return None
+    return _worker_lookup(
         task_id=example.task_id,
         round_id=example.round_id,
         user_id=validation.user_id,
         campaign_worker_id=validation.campaign_worker_id,
     )
-    if lookup is None:
-        return
-    _bump(WorkerStats, lookup, {"validations": 1, "time_spent_ms": validation.time_spent_ms or 0})
+
+
+def _validation_deltas(validation: Validation) -> dict[str, int]:
+    return {"validations": 1, "time_spent_ms": validation.time_spent_ms or 0}
 
 
 def stats_time_spent(item: Example | Validation, milliseconds: int) -> None:

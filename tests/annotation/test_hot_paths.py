@@ -237,6 +237,11 @@ def _counters(task):
     )
 
 
+# Both paths of the create and validate POSTs' writes where the database chains writes (one
+# statement), else the transaction of one statement per write only.
+_PATHS = (True, False) if connection.vendor == "postgresql" else (False,)
+
+
 def _submit_all(task, people, contexts):
     from annotation.actors import Actor
 
@@ -263,7 +268,7 @@ def test_one_statement_moves_the_counters_the_orm_path_moves(monkeypatch):
     from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory
 
     results = []
-    for chained in (True, False):
+    for chained in _PATHS:
         monkeypatch.setattr(services, "chains_writes", lambda chained=chained: chained)
         task = TaskFactory(config_name="sentiment")
         contexts = [ContextFactory(task=task) for _ in range(2)]
@@ -277,11 +282,12 @@ def test_one_statement_moves_the_counters_the_orm_path_moves(monkeypatch):
         assert _counters(task) == moved
         workers = sorted(row[2:] for row in moved[0])  # (examples, fooled, time spent)
         results.append((workers, moved[1], sorted(n for _, n in moved[2])))
-    assert results[0] == results[1]
+    assert results[0] == results[-1]
     assert results[0] == ([(1, 0, 200), (2, 0, 400), (2, 0, 900)], [(5, 0)], [2, 3])
 
 
 @pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="chained writes: PostgreSQL")
 def test_the_statement_takes_the_counter_rows_context_then_worker_then_round(task):
     context = ContextFactory(task=task)
     with CaptureQueriesContext(connection) as captured:
@@ -297,6 +303,7 @@ def test_the_statement_takes_the_counter_rows_context_then_worker_then_round(tas
 
 
 @pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="chained writes: PostgreSQL")
 def test_the_statement_stays_within_psycopgs_cache_of_converted_statements(task):
     """psycopg converts a statement's text once and caches it, but only for statements of at
     most 50 parameters and 4096 bytes: the counter rows' upserts write their fixed columns'
@@ -357,7 +364,7 @@ def test_one_statement_counts_a_validation_as_the_orm_path_does(monkeypatch):
     from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory
 
     results = []
-    for chained in (True, False):
+    for chained in _PATHS:
         monkeypatch.setattr(services, "chains_writes", lambda chained=chained: chained)
         owner, writer = UserFactory(), UserFactory()
         task = TaskFactory(config_name="sentiment", owners=[owner])
@@ -393,7 +400,7 @@ def test_one_statement_counts_a_validation_as_the_orm_path_does(monkeypatch):
         stats.stats_recompute(task)
         assert _validation_counters(task) == counted
         results.append(counted)
-    assert results[0] == results[1]
+    assert results[0] == results[-1]
     examples, workers, rounds = results[0]
     assert [row[:4] for row in examples] == [(2, 0, 1, 1), (2, 1, 1, 0), (2, 2, 0, 0)]
     assert [row[:2] for row in workers] == [(1, 2000), (2, 4000), (2, 9000)]
