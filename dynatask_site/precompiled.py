@@ -18,7 +18,9 @@ prepared statement sees them (``_inline_constants``); ``explain`` shows that pla
 
 ``PrecompiledUpdate`` and ``ColumnUpdate`` do the same for hot UPDATEs, and
 ``PrecompiledInsert`` for a hot ``create()`` (the create and validate POSTs' rows), alone or
-with writes chained to it in the same statement (``create_chained``).
+with writes chained to it in the same statement (``create_chained``). ``first_together``
+reads the first rows of several ``PrecompiledQuery`` lookups in one statement (a request's
+user with its task, say).
 """
 
 from __future__ import annotations
@@ -249,7 +251,7 @@ def first_together(
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if len(row) != sum(plan.width for _, plan in planned):
-        raise NotSupportedError("a part of the statement returned more columns than compiled")
+        raise NotSupportedError("the statement's columns are not the ones its parts compiled")
     start = 0
     for index, plan in planned:
         part = row[start : start + plan.width]
