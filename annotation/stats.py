@@ -274,8 +274,7 @@ def new_example_writes(example: Example) -> list[ChainedWrite]:
         )
     lookup = _writer_lookup(example)
     if lookup is not None and any(worker_deltas.values()):
-        owner = "user_id" if "user_id" in lookup else "campaign_worker_id"
-        writes.append(_upsert(WorkerStats, lookup, ("round_id", owner), worker_deltas))
+        writes.append(_worker_upsert(lookup, worker_deltas))
     if any(round_deltas.values()):
         lookup = {"round_id": example.round_id}
         writes.append(_upsert(RoundStats, lookup, ("round_id",), round_deltas))
@@ -289,9 +288,13 @@ def new_validation_writes(validation: Validation, example: Example) -> list[Chai
     lookup = _validator_lookup(validation, example)
     if lookup is None:
         return []
+    return [_worker_upsert(lookup, _validation_deltas(validation))]
+
+
+def _worker_upsert(lookup: dict, deltas: Mapping[str, int]) -> ChainedWrite:
+    """``_upsert`` of the worker's counter row of ``lookup`` (``_worker_lookup``)."""
     owner = "user_id" if "user_id" in lookup else "campaign_worker_id"
-    deltas = _validation_deltas(validation)
-    return [_upsert(WorkerStats, lookup, ("round_id", owner), deltas)]
+    return _upsert(WorkerStats, lookup, ("round_id", owner), deltas)
 
 
 def counter_move(model, pk: int, deltas: Mapping[str, int]) -> ChainedWrite:
@@ -304,7 +307,7 @@ def counter_move(model, pk: int, deltas: Mapping[str, int]) -> ChainedWrite:
 def _moves(deltas: Mapping[str, int]) -> dict[str, int]:
     """The counters that move, in a fixed order (the compiled statement's shape)."""
     if any(delta < 0 for delta in deltas.values()):
-        raise ValueError("a new example only adds to the counters")
+        raise ValueError("a chained write only adds to the counters")
     return {field: delta for field, delta in sorted(deltas.items()) if delta}
 
 
