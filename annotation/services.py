@@ -334,17 +334,18 @@ def _claim_answer(known: Example, values: Mapping) -> bool:
     example awaits the model with the retraction and validation state ``known`` carries, so
     the counters moved afterwards are the ones ``_locked`` would have read.
     """
-    return bool(
-        _CLAIM_ANSWER.run(
-            values,
-            {
-                "id": known.pk,
-                "status": ExampleStatus.AWAITING_MODEL,
-                "retracted": known.retracted,
-                "validation_state": known.validation_state,
-            },
-        )
-    )
+    return bool(_CLAIM_ANSWER.run(values, _claim_where(known)))
+
+
+def _claim_where(known: Example) -> dict:
+    """The state of the row the answer is written to: still awaiting the model, with the
+    retraction and validation state the counters were computed from."""
+    return {
+        "id": known.pk,
+        "status": ExampleStatus.AWAITING_MODEL,
+        "retracted": known.retracted,
+        "validation_state": known.validation_state,
+    }
 
 
 @_retry_on_deadlock
@@ -370,18 +371,64 @@ def example_record_model_answer(
     return stored
 
 
-@_retry_on_deadlock
 def examples_record_model_answers(answers: list[ModelAnswer]) -> dict[int, Example | None]:
-    """``example_record_model_answer`` of several examples in one transaction, the counters
-    of all moved once per row (``stats.stats_examples_verdict``); by example id, the row as
-    stored, or None for one that no longer awaits the model.
+    """``example_record_model_answer`` of several examples; by example id, the row as stored,
+    or None for one that no longer awaits the model.
 
-    The examples are written in the order of their ids, and the counters after them all, in
-    the order every transaction takes them (context, worker, round).
+    On PostgreSQL each answer is one statement with its counters (``_claim_answer_chained``);
+    elsewhere all are one transaction (``_record_answers_together``).
     """
+    ordered = sorted(answers, key=lambda answer: answer.example.pk)
+    if not chains_writes():
+        return _record_answers_together(ordered)
+    stored: dict[int, Example | None] = {}
+    for answer in ordered:
+        example = _claim_answer_chained(answer)
+        if example is None:  # changed since it was read: locked, read again and written
+            example = example_record_model_answer(
+                answer.example.pk,
+                output=answer.output,
+                latency_ms=answer.latency_ms,
+                model_version=answer.model_version,
+            )
+        stored[answer.example.pk] = example
+    return stored
+
+
+@_retry_on_deadlock
+def _claim_answer_chained(answer: ModelAnswer) -> Example | None:
+    """Store ``answer`` and move its verdict's counters in one statement, while the example
+    is as the job read it (``_claim_answer``); return the example, or None when it changed.
+
+    No BEGIN and COMMIT round trips, and the counter rows are locked for one round trip.
+    """
+    known = answer.example
+    if known.status != ExampleStatus.AWAITING_MODEL:
+        return None
+    values = _answer_values(
+        known.config_version.parsed,
+        known.input,
+        answer.output,
+        answer.latency_ms,
+        answer.model_version,
+    )
+    writes = stats.verdict_writes(known, values["model_wrong"])
+    claimed, _moved = _CLAIM_ANSWER.run_chained(values, _claim_where(known), writes)
+    if not claimed:
+        return None
+    for name, value in values.items():
+        setattr(known, name, value)
+    return known
+
+
+@_retry_on_deadlock
+def _record_answers_together(answers: list[ModelAnswer]) -> dict[int, Example | None]:
+    """The answers (in the order of their examples' ids) in one transaction, the counters of
+    all moved once per row after them (``stats.stats_examples_verdict``), in the order every
+    transaction takes them (context, worker, round)."""
     stored: dict[int, Example | None] = {}
     with transaction.atomic():
-        for answer in sorted(answers, key=lambda answer: answer.example.pk):
+        for answer in answers:
             example = answer.example
             stored[example.pk] = _store_answer(
                 example.pk, example, answer.output, answer.latency_ms, answer.model_version

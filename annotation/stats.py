@@ -267,11 +267,30 @@ def new_example_writes(example: Example) -> list[ChainedWrite]:
     nothing.
     """
     round_deltas, worker_deltas, context_deltas = _created_deltas(example)
+    return _chained_moves(
+        example, round_deltas, worker_deltas, {**context_deltas, "example_count": 1}
+    )
+
+
+def verdict_writes(example: Example, model_wrong: bool | None) -> list[ChainedWrite]:
+    """What ``stats_example_verdict`` writes for ``example``'s first verdict, ``model_wrong``,
+    as writes chained to the UPDATE that stores it (``ColumnUpdate.run_chained``): the same
+    rows by the same amounts, in the order of ``_apply``, a missing worker or round row
+    inserted. Empty when nothing moves (a verdict that is not "fooled")."""
+    if example.retracted:
+        return []
+    state = example.validation_state
+    return _chained_moves(
+        example, *_deltas(_contribution(None, state), _contribution(model_wrong, state))
+    )
+
+
+def _chained_moves(example: Example, round_deltas, worker_deltas, context_deltas):
+    """``_apply`` as chained writes: the context, then the worker, then the round; the rows
+    that do not move are left out."""
     writes = []
-    if example.context_id is not None:
-        writes.append(
-            counter_move(Context, example.context_id, {**context_deltas, "example_count": 1})
-        )
+    if example.context_id is not None and any(context_deltas.values()):
+        writes.append(counter_move(Context, example.context_id, context_deltas))
     lookup = _writer_lookup(example)
     if lookup is not None and any(worker_deltas.values()):
         writes.append(_worker_upsert(lookup, worker_deltas))

@@ -17,10 +17,10 @@ state, a kind) are written into the SQL as literals, so that PostgreSQL's generi
 prepared statement sees them (``_inline_constants``); ``explain`` shows that plan.
 
 ``PrecompiledUpdate`` and ``ColumnUpdate`` do the same for hot UPDATEs, and
-``PrecompiledInsert`` for a hot ``create()`` (the create and validate POSTs' rows), alone or
-with writes chained to it in the same statement (``create_chained``). ``first_together``
-reads the first rows of several ``PrecompiledQuery`` lookups in one statement (a request's
-user with its task, say).
+``PrecompiledInsert`` for a hot ``create()`` (the create and validate POSTs' rows). An insert
+or a ``ColumnUpdate`` can have writes chained to it in the same statement (``create_chained``,
+``run_chained``). ``first_together`` reads the first rows of several ``PrecompiledQuery``
+lookups in one statement (a request's user with its task, say).
 """
 
 from __future__ import annotations
@@ -534,6 +534,39 @@ class ColumnUpdate:
     ) -> int:
         """Set the fields of ``changes`` to their values in the rows where the fields of
         ``where`` have theirs; return the number of rows changed."""
+        sql, params = self._statement(changes, where, using)
+        with connections[using].cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
+
+    def run_chained(
+        self,
+        changes: Mapping[str, Any],
+        where: Mapping[str, Any],
+        writes: Sequence[ChainedWrite],
+        using: str = DEFAULT_DB_ALIAS,
+    ) -> tuple[int, tuple[int, ...]]:
+        """``run(changes, where)`` and, only when it changed a row, ``writes``, in one
+        statement (PostgreSQL only: ``chains_writes``); return the rows changed and how many
+        rows each write touched.
+
+        As in ``PrecompiledInsert.create_chained``, the writes run in the order of the list,
+        each after the UPDATE and every earlier write; and each joins a relation that is
+        empty when the UPDATE matched nothing, so a write whose condition failed moves no
+        counter.
+        """
+        if not chains_writes(using):
+            raise NotSupportedError("chained writes need PostgreSQL")
+        sql, params = self._statement(changes, where, using)
+        steps, counts = _chain("updated", f"{sql} RETURNING 1", writes, params, guarded=True)
+        statement = f"{steps} SELECT (SELECT count(*) FROM updated){counts}"  # noqa: S608
+        with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
+            cursor.execute(statement, params)
+            changed, *moved = cursor.fetchone()
+        return changed, tuple(moved)
+
+    def _statement(self, changes: Mapping[str, Any], where: Mapping[str, Any], using: str):
+        """The UPDATE and its parameters."""
         if set(changes) != {field.name for field in self._set} or set(where) != {
             field.name for field in self._where
         }:
@@ -552,9 +585,7 @@ class ColumnUpdate:
             # Quoted column and table names from the model; every value is a parameter.
             table = quote(self._table)
             sql = self._sql[using] = f"UPDATE {table} SET {sets} WHERE {matches}"  # noqa: S608
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.rowcount
+        return sql, params
 
 
 def _has_expression(values: Mapping[str, Any]) -> bool:
@@ -563,14 +594,16 @@ def _has_expression(values: Mapping[str, Any]) -> bool:
 
 
 def chains_writes(using: str = DEFAULT_DB_ALIAS) -> bool:
-    """Whether ``PrecompiledInsert.create_chained`` runs on this database: PostgreSQL, whose
-    ``WITH`` takes INSERTs and UPDATEs (data-modifying common table expressions)."""
+    """Whether chained writes (``PrecompiledInsert.create_chained``,
+    ``ColumnUpdate.run_chained``) run on this database: PostgreSQL, whose ``WITH`` takes
+    INSERTs and UPDATEs (data-modifying common table expressions)."""
     return connections[using].vendor == "postgresql"
 
 
 @dataclass(frozen=True)
 class ChainedWrite:
-    """An UPDATE or an ``INSERT ... SELECT`` that ``create_chained`` runs after its INSERT.
+    """An UPDATE or an ``INSERT ... SELECT`` run after the write it is chained to
+    (``create_chained``'s INSERT, ``run_chained``'s UPDATE).
 
     ``sql`` holds ``{after}`` where a one-row relation goes (``... FROM {after} ...``) and
     returns a row per row it writes (``RETURNING 1``); ``params`` fill its ``%s``.
@@ -578,6 +611,36 @@ class ChainedWrite:
 
     sql: str
     params: tuple = ()
+
+
+def _chain(
+    head: str, head_sql: str, writes: Sequence[ChainedWrite], params: list, *, guarded: bool
+) -> tuple[str, str]:
+    """The ``WITH`` clause of a write (``head_sql``, named ``head``) and the writes chained
+    to it, and the columns that count each write's rows; the writes' parameters are added to
+    ``params``, which holds the head's.
+
+    Each write joins a one-row relation that counts the rows of the write before it
+    (``{after}``), so PostgreSQL finishes every earlier write before it starts a later one.
+    ``guarded``: the relation has no row when the head wrote none, and then no write does.
+    Either way its ``count`` column is that count.
+    """
+    steps, previous = [f"{head} AS ({head_sql})"], head
+    for index, write in enumerate(writes):
+        counted = f"(SELECT count(*) FROM {previous})"  # noqa: S608 - our own names
+        if guarded:
+            counted = f"(SELECT {previous}_rows.count FROM {head}, {counted} AS {previous}_rows)"  # noqa: S608
+        name = f"write_{index}"
+        steps.append(
+            f"{name} AS ({write.sql.replace('{after}', f'{counted} AS after_{previous}')})"
+        )
+        params.extend(write.params)
+        previous = name
+    counts = "".join(
+        f", (SELECT count(*) FROM write_{i})"  # noqa: S608 - our own names
+        for i in range(len(steps) - 1)
+    )
+    return f"WITH {', '.join(steps)}", counts
 
 
 class PrecompiledInsert:
@@ -636,23 +699,9 @@ class PrecompiledInsert:
         if not chains_writes(using) or _has_expression(values):
             raise NotSupportedError("chained writes need PostgreSQL and plain values")
         instance, sql, params = self._prepared(connection, using, values)
-        writes = tuple(writes_for(instance))
-        quote = connection.ops.quote_name
-        steps, previous = [f"inserted AS ({sql})"], "inserted"
-        for index, write in enumerate(writes):
-            after = f"(SELECT count(*) FROM {previous}) AS after_{previous}"  # noqa: S608
-            name = f"write_{index}"
-            steps.append(f"{name} AS ({write.sql.replace('{after}', after)})")
-            params.extend(write.params)
-            previous = name
-        counts = "".join(
-            f", (SELECT count(*) FROM write_{i})"  # noqa: S608 - our own names
-            for i in range(len(writes))
-        )
-        statement = (
-            f"WITH {', '.join(steps)} "  # noqa: S608 - our own names, values as parameters
-            f"SELECT (SELECT {quote(self.model._meta.pk.column)} FROM inserted){counts}"
-        )
+        steps, counts = _chain("inserted", sql, writes_for(instance), params, guarded=False)
+        key = connection.ops.quote_name(self.model._meta.pk.column)
+        statement = f"{steps} SELECT (SELECT {key} FROM inserted){counts}"  # noqa: S608
         with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
             cursor.execute(statement, params)
             key, *moved = cursor.fetchone()

@@ -493,6 +493,45 @@ def test_chained_writes_run_in_one_statement_in_their_order(django_assert_num_qu
     assert (context.times_served, other.example_count) == (5, 1)
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="chained writes: PostgreSQL")
+def test_writes_chained_to_an_update_run_in_order_and_only_when_it_matched(
+    django_assert_num_queries,
+):
+    """One statement; each write sees the one before it finished; when the UPDATE matches
+    no row, no write moves one."""
+    from dynatask_site.precompiled import ColumnUpdate
+
+    task = TaskFactory()
+    example = ExampleFactory(task=task, status="awaiting_model", retracted=False)
+    context, other = ContextFactory(task=task), ContextFactory(task=task)
+    answer = ColumnUpdate(Example, set_fields=("status",), where_fields=("id", "status"))
+    writes = [
+        ChainedWrite(
+            'UPDATE "tasks_context" SET "times_served" = "tasks_context"."times_served" + %s '
+            'FROM {after} WHERE "tasks_context"."id" = %s RETURNING 1',
+            (5, context.pk),
+        ),
+        ChainedWrite(
+            'UPDATE "tasks_context" SET "example_count" = after_write_0.count '
+            'FROM {after} WHERE "tasks_context"."id" = %s RETURNING 1',
+            (other.pk,),
+        ),
+    ]
+    match = {"id": example.pk, "status": "awaiting_model"}
+    with django_assert_num_queries(1) as captured:
+        assert answer.run_chained({"status": "model_answered"}, match, writes) == (1, (1, 1))
+    assert captured.captured_queries[0]["sql"].startswith('WITH updated AS (UPDATE "annotation')
+    # No longer awaiting: the UPDATE matches nothing, and neither write moves a row.
+    assert answer.run_chained({"status": "model_failed"}, match, writes) == (0, (0, 0))
+    example.refresh_from_db()
+    context.refresh_from_db()
+    other.refresh_from_db()
+    assert example.status == "model_answered"
+    assert (context.times_served, other.example_count) == (5, 1)
+    with pytest.raises(TypeError):
+        answer.run_chained({"model_wrong": True}, match, writes)
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="chained writes: PostgreSQL")
 def test_a_chained_write_that_fails_leaves_no_row():
@@ -517,8 +556,13 @@ def test_chained_writes_refuse_expressions_and_databases_other_than_postgresql()
         EXAMPLE_INSERT.create_chained(lambda instance: [], **values)
     assert chains_writes() is (connection.vendor == "postgresql")
     if not chains_writes():
+        from dynatask_site.precompiled import ColumnUpdate
+
         with pytest.raises(NotSupportedError):
             EXAMPLE_INSERT.create_chained(lambda instance: [], **_new_example_values(task, user))
+        update = ColumnUpdate(Example, set_fields=("status",), where_fields=("id",))
+        with pytest.raises(NotSupportedError):
+            update.run_chained({"status": "model_answered"}, {"id": 1}, [])
 
 
 def test_first_together_reads_each_lookups_first_row_in_one_statement(django_assert_num_queries):

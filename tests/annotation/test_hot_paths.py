@@ -404,3 +404,75 @@ def test_one_statement_counts_a_validation_as_the_orm_path_does(monkeypatch):
     examples, workers, rounds = results[0]
     assert [row[:4] for row in examples] == [(2, 0, 1, 1), (2, 1, 1, 0), (2, 2, 0, 0)]
     assert [row[:2] for row in workers] == [(1, 2000), (2, 4000), (2, 9000)]
+
+
+@pytest.mark.django_db
+def test_one_statement_stores_an_answer_and_its_counters_as_the_transaction_does(monkeypatch):
+    """On PostgreSQL the live job stores each answer with its verdict's counters in one
+    statement; elsewhere the batch is one transaction. Both leave the same examples and
+    counters (a campaign worker; a verdict that moves nothing; an example retracted after the
+    job read it, whose answer is stored without counting), equal to a recount."""
+    from annotation import jobs
+    from annotation.actors import Actor
+    from annotation.models import Example, ExampleStatus
+    from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory
+
+    results = []
+    for chained in _PATHS:
+        monkeypatch.setattr(services, "chains_writes", lambda chained=chained: chained)
+        task = TaskFactory(config_name="sentiment")
+        contexts = [ContextFactory(task=task) for _ in range(2)]
+        first, second = UserFactory(), UserFactory()
+        campaign = CampaignFactory(task=task, round=task.rounds.get(number=1))
+        worker = CampaignWorkerFactory(campaign=campaign)
+        people = [first, second, first, worker, worker]
+        _submit_all(task, people, [contexts[0], contexts[1], contexts[0], contexts[1], contexts[0]])
+        Example.objects.filter(task=task).update(status=ExampleStatus.AWAITING_MODEL)
+        read = jobs._examples_for_job(
+            list(Example.objects.filter(task=task).values_list("pk", flat=True))
+        )
+        ids = sorted(read)
+        services.example_retract(Example.objects.get(pk=ids[2]), Actor(user=first))
+        labels = ["negative", "positive", "negative", "neutral", "positive"]  # 3 fool it
+        stored = services.examples_record_model_answers(
+            [
+                services.ModelAnswer(read[pk], {"label": label}, 12.5, "v1")
+                for pk, label in zip(ids, labels, strict=True)
+            ]
+        )
+        assert [stored[pk].model_wrong for pk in ids] == [True, False, True, True, False]
+        rows = list(
+            Example.objects.filter(task=task)
+            .order_by("pk")
+            .values_list("status", "model_wrong", "model_output", "model_version", "retracted")
+        )
+        counted = (
+            _counters(task),
+            list(stats.RoundStats.objects.filter(round__task=task).values_list("retracted")),
+            sorted(task_models.Context.objects.filter(task=task).values_list("pk", "fooled_count")),
+        )
+        stats.stats_recompute(task)
+        assert (
+            _counters(task),
+            list(stats.RoundStats.objects.filter(round__task=task).values_list("retracted")),
+            sorted(task_models.Context.objects.filter(task=task).values_list("pk", "fooled_count")),
+        ) == counted
+        context_ids = [c.pk for c in contexts]
+        results.append((rows, counted[0][0], counted[0][1], counted[1], counted[2], context_ids))
+    for rows, *_ in results:
+        assert [row[0] for row in rows] == [ExampleStatus.MODEL_ANSWERED] * 5
+        assert [row[4] for row in rows] == [False, False, True, False, False]
+    normalised = [
+        (
+            rows,
+            [row[2:] for row in workers],
+            rounds,
+            retracted,
+            [fooled for _, fooled in contexts],
+        )
+        for rows, workers, rounds, retracted, contexts, _ in results
+    ]
+    assert normalised[0] == normalised[-1]
+    workers, rounds, retracted, fooled = normalised[0][1:]
+    assert sorted(workers) == [(1, 0, 200), (1, 1, 400), (2, 1, 900)]  # examples, fooled, ms
+    assert (rounds, retracted, sorted(fooled)) == ([(4, 2)], [(1,)], [1, 1])

@@ -348,7 +348,7 @@ def test_a_lost_drain_flag_expires(redis_connection):
     assert 0 < ttl <= jobs.DRAIN_QUEUED_TTL_SECONDS
 
 
-def test_a_drain_reads_its_batch_once_and_stores_it_in_one_transaction(
+def test_a_drain_reads_its_batch_once_and_stores_each_answer_with_its_counters(
     client, worker, counting_model, no_wait
 ):
     from django.db import connection
@@ -358,21 +358,31 @@ def test_a_drain_reads_its_batch_once_and_stores_it_in_one_transaction(
     _submit_many(client, [POSITIVE, NEGATIVE, POSITIVE + " Again.", NEGATIVE + " Again."])
     with CaptureQueriesContext(connection) as queries:
         assert jobs.live_drain_job() == {"examples": 4}
-    # One read of the four examples (with their models, configs and contexts), then one
-    # transaction: BEGIN, an UPDATE per answer, each counter row the two fooling examples
-    # move once (their context, worker and round), COMMIT.
+    # One read of the four examples (with their models, configs and contexts), then the
+    # answers, in the order of the examples.
     sql = [query["sql"] for query in queries.captured_queries]
     assert sql[0].startswith('SELECT "annotation_example"')
-    # SQLite's transactions take the write lock up front (``transaction_mode``).
+    fooling = ["tasks_context", "annotation_workerstats", "annotation_roundstats"]
+    if connection.vendor == "postgresql":
+        # One statement per answer: the example's UPDATE, and the counter rows of each of
+        # the two fooling examples (their context, worker and round) chained to it.
+        assert len(sql) == 5
+        writes = []
+        for statement in sql[1:]:
+            assert statement.startswith('WITH updated AS (UPDATE "annotation_example"')
+            writes.append([part.split('"')[1] for part in statement.split(" AS (")[2:]])
+        assert writes == [fooling, [], fooling, []]
+        return
+    # Elsewhere one transaction: BEGIN, an UPDATE per answer, each counter row the two
+    # fooling examples move once, COMMIT. SQLite's transactions take the write lock up front
+    # (``transaction_mode``).
     assert sql[1] in ("BEGIN", "BEGIN IMMEDIATE") and sql[-1] == "COMMIT"
     assert [statement.split('"')[1] for statement in sql[2:-1]] == [
         "annotation_example",
         "annotation_example",
         "annotation_example",
         "annotation_example",
-        "tasks_context",
-        "annotation_workerstats",
-        "annotation_roundstats",
+        *fooling,
     ]
 
 
