@@ -242,6 +242,31 @@ def _counters(task):
 _PATHS = (True, False) if connection.vendor == "postgresql" else (False,)
 
 
+def _five_examples_of_a_crowd():
+    """A task with five examples on two contexts: two users (one writes two) and a campaign
+    worker (two). Returns the task and the user who wrote two."""
+    from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory
+
+    task = TaskFactory(config_name="sentiment")
+    contexts = [ContextFactory(task=task) for _ in range(2)]
+    first, second = UserFactory(), UserFactory()
+    campaign = CampaignFactory(task=task, round=task.rounds.get(number=1))
+    worker = CampaignWorkerFactory(campaign=campaign)
+    people = [first, second, first, worker, worker]
+    _submit_all(task, people, [contexts[0], contexts[1], contexts[0], contexts[1], contexts[0]])
+    return task, first
+
+
+def _answer_counters(task):
+    """The workers' and the round's counters (``_counters``), the round's retracted count,
+    and each context's fooled count."""
+    return (
+        _counters(task),
+        list(stats.RoundStats.objects.filter(round__task=task).values_list("retracted")),
+        sorted(task_models.Context.objects.filter(task=task).values_list("pk", "fooled_count")),
+    )
+
+
 def _submit_all(task, people, contexts):
     from annotation.actors import Actor
 
@@ -265,18 +290,10 @@ def test_one_statement_moves_the_counters_the_orm_path_moves(monkeypatch):
     """On PostgreSQL the new example and its counters are one statement; elsewhere a
     transaction of four. Both leave the same counters, missing rows created (a first example
     of a worker, of a round; a campaign worker), and equal to a recount."""
-    from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory
-
     results = []
     for chained in _PATHS:
         monkeypatch.setattr(services, "chains_writes", lambda chained=chained: chained)
-        task = TaskFactory(config_name="sentiment")
-        contexts = [ContextFactory(task=task) for _ in range(2)]
-        first, second = UserFactory(), UserFactory()
-        campaign = CampaignFactory(task=task, round=task.rounds.get(number=1))
-        worker = CampaignWorkerFactory(campaign=campaign)
-        people = [first, second, first, worker, worker]
-        _submit_all(task, people, [contexts[0], contexts[1], contexts[0], contexts[1], contexts[0]])
+        task, _first = _five_examples_of_a_crowd()
         moved = _counters(task)
         stats.stats_recompute(task)
         assert _counters(task) == moved
@@ -415,18 +432,11 @@ def test_one_statement_stores_an_answer_and_its_counters_as_the_transaction_does
     from annotation import jobs
     from annotation.actors import Actor
     from annotation.models import Example, ExampleStatus
-    from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory
 
     results = []
     for chained in _PATHS:
         monkeypatch.setattr(services, "chains_writes", lambda chained=chained: chained)
-        task = TaskFactory(config_name="sentiment")
-        contexts = [ContextFactory(task=task) for _ in range(2)]
-        first, second = UserFactory(), UserFactory()
-        campaign = CampaignFactory(task=task, round=task.rounds.get(number=1))
-        worker = CampaignWorkerFactory(campaign=campaign)
-        people = [first, second, first, worker, worker]
-        _submit_all(task, people, [contexts[0], contexts[1], contexts[0], contexts[1], contexts[0]])
+        task, first = _five_examples_of_a_crowd()
         Example.objects.filter(task=task).update(status=ExampleStatus.AWAITING_MODEL)
         read = jobs._examples_for_job(
             list(Example.objects.filter(task=task).values_list("pk", flat=True))
@@ -446,31 +456,16 @@ def test_one_statement_stores_an_answer_and_its_counters_as_the_transaction_does
             .order_by("pk")
             .values_list("status", "model_wrong", "model_output", "model_version", "retracted")
         )
-        counted = (
-            _counters(task),
-            list(stats.RoundStats.objects.filter(round__task=task).values_list("retracted")),
-            sorted(task_models.Context.objects.filter(task=task).values_list("pk", "fooled_count")),
-        )
+        counted = _answer_counters(task)
         stats.stats_recompute(task)
-        assert (
-            _counters(task),
-            list(stats.RoundStats.objects.filter(round__task=task).values_list("retracted")),
-            sorted(task_models.Context.objects.filter(task=task).values_list("pk", "fooled_count")),
-        ) == counted
-        context_ids = [c.pk for c in contexts]
-        results.append((rows, counted[0][0], counted[0][1], counted[1], counted[2], context_ids))
+        assert _answer_counters(task) == counted
+        results.append((rows, *counted))
     for rows, *_ in results:
         assert [row[0] for row in rows] == [ExampleStatus.MODEL_ANSWERED] * 5
         assert [row[4] for row in rows] == [False, False, True, False, False]
     normalised = [
-        (
-            rows,
-            [row[2:] for row in workers],
-            rounds,
-            retracted,
-            [fooled for _, fooled in contexts],
-        )
-        for rows, workers, rounds, retracted, contexts, _ in results
+        (rows, [row[2:] for row in workers], rounds, retracted, [n for _, n in contexts])
+        for rows, (workers, rounds, _example_counts), retracted, contexts in results
     ]
     assert normalised[0] == normalised[-1]
     workers, rounds, retracted, fooled = normalised[0][1:]
