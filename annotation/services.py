@@ -414,11 +414,7 @@ def _claim_answer_chained(answer: ModelAnswer) -> Example | None:
     )
     writes = stats.verdict_writes(known, values["model_wrong"])
     claimed, _moved = _CLAIM_ANSWER.run_chained(values, _claim_where(known), writes)
-    if not claimed:
-        return None
-    for name, value in values.items():
-        setattr(known, name, value)
-    return known
+    return _with_values(known, values) if claimed else None
 
 
 @_retry_on_deadlock
@@ -452,18 +448,21 @@ def _store_answer(
             known.config_version.parsed, known.input, output, latency_ms, model_version
         )
         if _claim_answer(known, values):
-            for name, value in values.items():
-                setattr(known, name, value)
-            return known
+            return _with_values(known, values)
     example = _locked(example_id)
     if example.status != ExampleStatus.AWAITING_MODEL:
         return None
     values = _answer_values(
         example.config_version.parsed, example.input, output, latency_ms, model_version
     )
+    _with_values(example, values).save(update_fields=MODEL_ANSWER_FIELDS)
+    return example
+
+
+def _with_values(example: Example, values: Mapping) -> Example:
+    """``example`` with the answer's ``values`` set on it (not saved)."""
     for name, value in values.items():
         setattr(example, name, value)
-    example.save(update_fields=MODEL_ANSWER_FIELDS)
     return example
 
 

@@ -279,10 +279,13 @@ def verdict_writes(example: Example, model_wrong: bool | None) -> list[ChainedWr
     inserted. Empty when nothing moves (a verdict that is not "fooled")."""
     if example.retracted:
         return []
+    return _chained_moves(example, *_first_verdict_deltas(example, model_wrong))
+
+
+def _first_verdict_deltas(example: Example, model_wrong: bool | None):
+    """The (round, worker, context) deltas of ``example``'s first verdict, ``model_wrong``."""
     state = example.validation_state
-    return _chained_moves(
-        example, *_deltas(_contribution(None, state), _contribution(model_wrong, state))
-    )
+    return _deltas(_contribution(None, state), _contribution(model_wrong, state))
 
 
 def _chained_moves(example: Example, round_deltas, worker_deltas, context_deltas):
@@ -438,9 +441,8 @@ def stats_examples_verdict(examples: list[Example]) -> None:
     for example in examples:
         if example.retracted:
             continue
-        state = example.validation_state
-        round_deltas, worker_deltas, context_deltas = _deltas(
-            _contribution(None, state), _contribution(example.model_wrong, state)
+        round_deltas, worker_deltas, context_deltas = _first_verdict_deltas(
+            example, example.model_wrong
         )
         lookup = _writer_lookup(example)
         for target, key, deltas in (
