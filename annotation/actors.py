@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.utils.functional import empty
-
 from annotation.models import CampaignWorker
 
 SESSION_WORKER_KEY = "campaign_worker_id"
@@ -71,21 +69,11 @@ class Actor:
         return round_ is None or campaign.round_id == round_.pk
 
 
-def _unwrapped(user):
-    """The user object behind ``request.user``'s ``SimpleLazyObject``, once loaded.
-
-    Each attribute read through the lazy proxy costs a failed lookup, an AttributeError and
-    two more calls; a page reads the user's attributes dozens of times.
-    """
-    wrapped = getattr(user, "_wrapped", empty)
-    return user if wrapped is empty else wrapped
-
-
 def actor_from_request(request) -> Actor | None:
     """The signed-in user, else the session's campaign worker, else None."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
-        return Actor(user=_unwrapped(user))
+        return Actor(user=user)
     session = getattr(request, "session", None)
     if session is None:
         return None

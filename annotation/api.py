@@ -1,8 +1,8 @@
 """REST API of the annotation app: context samples, examples, validations and the export.
 
 The same selectors and services as the create, validate and export pages: the task is
-resolved with ``selectors.task_for_actor`` (visibility and ``can_contribute``), examples with
-``selectors.example_get_for_actor``, and every write goes through ``annotation.services``.
+resolved with ``bundle_for_actor`` (visibility and ``can_contribute``), examples with
+``example_get_for_actor``, and every write goes through ``annotation.services``.
 The API acts for signed-in users (token or session); crowd campaign links use the pages.
 """
 
@@ -16,10 +16,18 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import jobs, selectors, services
 from annotation.actors import Actor
 from annotation.export import example_export_lines
+from annotation.live.queue import live_job_id, wait_for_job
 from annotation.models import Example, ExampleStatus
+from annotation.selectors.examples import example_get_for_actor
+from annotation.selectors.tasks import (
+    bundle_for_actor,
+    context_get,
+    context_sample,
+    round_for_actor,
+)
+from annotation.selectors.validation import example_next_to_validate
 from annotation.serializers import (
     ExampleAcceptedSerializer,
     ExampleCreateSerializer,
@@ -34,7 +42,10 @@ from annotation.serializers import (
     ValidationCreateSerializer,
     ValidationSerializer,
 )
-from annotation.stats import round_by_number
+from annotation.services import examples as services
+from annotation.services.examples import context_mark_served
+from annotation.services.validations import validation_submit
+from annotation.stats.summaries import round_by_number
 from dynatask_site.api import ExampleCreateThrottle, require
 from tasks.errors import Conflict, NotFound
 from tasks.permissions import can_export_examples
@@ -50,15 +61,14 @@ def actor_of(request) -> Actor | None:
 
 
 def _example_with_relations(task, example_id: int, actor: Actor) -> Example:
-    return selectors.example_get_for_actor(task, example_id, actor)
+    return example_get_for_actor(task, example_id, actor)
 
 
 def wait_for_answer(task, example: Example, actor: Actor, seconds: float) -> Example:
     """Wait up to ``seconds`` for the live model job of ``example`` (the create page's wait)."""
     if example.status != ExampleStatus.AWAITING_MODEL or seconds <= 0:
         return example
-    job_id = jobs.live_job_id(example.pk, example.model_attempts)
-    if jobs.wait_for_job(job_id, seconds):
+    if wait_for_job(live_job_id(example.pk, example.model_attempts), seconds):
         return _example_with_relations(task, example.pk, actor)
     return example
 
@@ -68,7 +78,7 @@ def _task_and_example(request, pk: int):
     code = Example.objects.filter(pk=pk).values_list("task__code", flat=True).first()
     if code is None:
         raise NotFound("no such example")
-    task = selectors.task_for_actor(code, actor)
+    task = bundle_for_actor(code, actor).task
     return actor, task, _example_with_relations(task, pk, actor)
 
 
@@ -90,14 +100,15 @@ class ContextSampleView(APIView):
     )
     def get(self, request, code: str):
         actor = actor_of(request)
-        task, round_ = selectors.task_and_round_for_actor(code, actor)
-        if round_ is None or not round_.is_open:
+        bundle = bundle_for_actor(code, actor)
+        task, round_ = bundle.task, round_for_actor(bundle, actor)
+        if round_ is None:
             raise Conflict("no round is open", code="round.closed")
         tag = (request.query_params.get("tag") or task.context_sampling_tag)[:100]
-        context = selectors.context_sample(task, round_, task.context_sampling, tag, actor)
+        context = context_sample(round_, task.context_sampling, tag)
         if context is None:
             raise NotFound("no context to write about", code="context.none")
-        services.context_mark_served(context)
+        context_mark_served(context)
         return Response(SampledContextSerializer(context).data)
 
 
@@ -112,7 +123,7 @@ class TaskExampleListView(generics.GenericAPIView):
     )
     def get(self, request, code: str):
         actor = actor_of(request)
-        task = selectors.task_for_actor(code, actor)
+        task = bundle_for_actor(code, actor).task
         examples = (
             Example.objects.filter(task=task, **actor.filter_kwargs())
             .select_related("task", "round", "config_version", "model")
@@ -135,13 +146,14 @@ class TaskExampleListView(generics.GenericAPIView):
     )
     def post(self, request, code: str):
         actor = actor_of(request)
-        task, round_ = selectors.task_and_round_for_actor(code, actor)
+        bundle = bundle_for_actor(code, actor)
+        task, round_ = bundle.task, round_for_actor(bundle, actor)
         serializer = ExampleCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         context = None
-        if data.get("context_id") and round_ is not None and round_.is_open:
-            context = selectors.context_get(round_, data["context_id"])
+        if data.get("context_id") and round_ is not None:
+            context = context_get(round_, data["context_id"])
             if context is None:
                 raise NotFound("no such context in the open round", code="context.missing")
         example = services.example_submit(
@@ -152,6 +164,7 @@ class TaskExampleListView(generics.GenericAPIView):
             data=data["input"],
             goal_label=data.get("goal_label", ""),
             time_spent_ms=data.get("time_spent_ms"),
+            model=bundle.pick_model(round_) if round_ is not None else None,
         )
         if data["mode"] == "async":
             body = {
@@ -258,7 +271,7 @@ class ExampleRetryView(APIView):
         responses=ExampleSerializer,
     )
     def post(self, request, pk: int):
-        from annotation.views import slow_model_seconds
+        from annotation.views.access import slow_model_seconds
 
         actor, task, example = _task_and_example(request, pk)
         serializer = ExampleRetrySerializer(data=request.data)
@@ -277,8 +290,8 @@ class NextToValidateView(APIView):
     )
     def get(self, request, code: str):
         actor = actor_of(request)
-        task = selectors.task_for_actor(code, actor)
-        example = selectors.example_next_to_validate(task, actor)
+        task = bundle_for_actor(code, actor).task
+        example = example_next_to_validate(task, actor)
         return Response(NextToValidateSerializer({"example": example}).data)
 
 
@@ -292,11 +305,11 @@ class ValidationCreateView(APIView):
     )
     def post(self, request, code: str):
         actor = actor_of(request)
-        task = selectors.task_for_actor(code, actor)
+        task = bundle_for_actor(code, actor).task
         serializer = ValidationCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        validation = services.validation_submit(
+        validation = validation_submit(
             example_id=data["example_id"],
             actor=actor,
             label=data["label"],

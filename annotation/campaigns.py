@@ -21,7 +21,8 @@ from django.utils import timezone
 
 from annotation.actors import Actor
 from annotation.models import Campaign, CampaignWorker, Example, Validation, ValidationState
-from annotation.stats import stats_time_spent
+from annotation.stats import counters
+from annotation.stats.buffer import counters_add_on_commit
 from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 
@@ -209,7 +210,15 @@ def campaign_record_time(actor: Actor | None, milliseconds: int) -> None:
         )
         if updated:
             latest.time_spent_ms = milliseconds
-            stats_time_spent(latest, milliseconds)
+            example = latest.example if isinstance(latest, Validation) else latest
+            counters_add_on_commit(
+                counters.time_spent(
+                    example,
+                    user_id=latest.user_id,
+                    campaign_worker_id=latest.campaign_worker_id,
+                    milliseconds=milliseconds,
+                )
+            )
 
 
 # --------------------------------------------------------------------------------------------

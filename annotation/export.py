@@ -21,8 +21,7 @@ from functools import lru_cache
 from json.encoder import encode_basestring
 
 from django.conf import settings
-from django.db import connection
-from django.db.models import F, Func, TextField
+from django.db.models import F, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Example, Validation
@@ -90,27 +89,8 @@ def _string(value) -> str:
 
 
 def _in_ids(queryset, column: str, ids):
-    """Filter ``queryset`` on ``column IN ids``: one array parameter on PostgreSQL.
-
-    A 2,000-placeholder ``IN`` list costs psycopg more to convert than the query takes to
-    run; ``= ANY(%s)`` sends one array and uses the same index.
-    """
-    if connection.vendor == "postgresql":
-        table = queryset.model._meta.db_table
-        where = f'"{table}"."{column}" = ANY(%s)'
-        return queryset.extra(where=[where], params=[list(ids)])  # noqa: S610 - ids are a parameter
+    """Filter ``queryset`` on ``column IN ids``."""
     return queryset.filter(**{f"{column}__in": list(ids)})
-
-
-def _json_text(column: str):
-    """``column`` as JSON text computed by the database (PostgreSQL), else the raw value.
-
-    ``to_json(timestamptz)`` is the ISO 8601 string, quoted: no datetime parsing and
-    formatting in Python for every row.
-    """
-    if connection.vendor == "postgresql":
-        return Cast(Func(F(column), function="to_json"), TextField())
-    return F(column)
 
 
 def _datetime_json(value) -> str:
@@ -174,14 +154,12 @@ def example_export_lines(
         examples = examples.filter(round=round)
     examples = (
         examples.order_by("id")
-        .annotate(**JSON_TEXT, created_json=_json_text("created_at"))
+        .annotate(**JSON_TEXT, created_json=F("created_at"))
         .values_list(*EXAMPLE_COLUMNS[:-1], "created_json")
     )
     validations_of = (
         Validation.objects.order_by("example_id", "id")
-        .annotate(
-            metadata_json=Cast("metadata", TextField()), created_json=_json_text("created_at")
-        )
+        .annotate(metadata_json=Cast("metadata", TextField()), created_json=F("created_at"))
         .values_list(*VALIDATION_COLUMNS[:-1], "created_json")
     )
     # Few distinct values (labels, states, versions): encode each once.

@@ -22,11 +22,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 
 from django.db.models import F, Max, Min, QuerySet, Subquery
 
-from dynatask_site.precompiled import PrecompiledQuery, PrecompiledRows
 from tasks.models import Context, ContextSampling, Round
 
 
@@ -45,9 +43,6 @@ class _Pool:
     def queryset(self) -> QuerySet:
         return _candidates(self.round_id, self.tag or None)
 
-    def parameters(self) -> dict:
-        return {"round_id": self.round_id, **({"tag": self.tag} if self.tag else {})}
-
 
 def _random_at_or_after(queryset: QuerySet, rng: random.Random) -> Context | None:
     bounds = queryset.aggregate(low=Min("id"), high=Max("id"))
@@ -59,54 +54,32 @@ def _random_at_or_after(queryset: QuerySet, rng: random.Random) -> Context | Non
     return picked or queryset.order_by("id").first()
 
 
-@cache
-def _least_by_statements(counter: str, tagged: bool):
-    """The statements of ``_least_by`` for ``counter`` (with or without a tag), compiled once
-    per process: building them through the ORM on every create page cost more than running
-    them."""
-    parameters = {"round_id": int, **({"tag": str} if tagged else {})}
-
-    def bounds(round_id, tag=None):
-        # The lowest value, and the id bounds of the candidates that have it: one statement.
-        candidates = _candidates(round_id, tag)
-        lowest = candidates.order_by(counter, "id").values(counter)[:1]
-        return (
-            candidates.filter(**{counter: Subquery(lowest)})
-            .order_by()
-            .values("round_id")
-            .annotate(low=Min("id"), high=Max("id"), value=Min(counter))
-            .values_list("low", "high", "value")
-        )
-
-    def pick(round_id, value, pivot, tag=None):
-        candidates = _candidates(round_id, tag)
-        return candidates.filter(**{counter: value, "id__gte": pivot}).order_by("id")[:1]
-
-    def least(round_id, tag=None):
-        return _candidates(round_id, tag).order_by(counter, "id")[:1]
-
-    return (
-        PrecompiledRows(bounds, **parameters),
-        PrecompiledQuery(pick, **parameters, value=int, pivot=int),
-        PrecompiledQuery(least, **parameters),
-    )
-
-
 def _least_by(pool: _Pool, counter: str, rng: random.Random) -> Context | None:
     """The candidates with the lowest ``counter``, one of them at random (two queries).
 
     The lowest value and the id bounds of its candidates come from one statement. A counter
     that moved meanwhile can empty the pick; then the least-``counter`` context is taken.
     """
-    bounds, pick, least = _least_by_statements(counter, bool(pool.tag))
-    parameters = pool.parameters()
-    found = bounds.rows(**parameters)
-    if found:
-        low, high, value = found[0]
-        picked = pick.first(**parameters, value=value, pivot=rng.randint(low, high))
+    candidates = pool.queryset()
+    lowest = candidates.order_by(counter, "id").values(counter)[:1]
+    grouped = (
+        candidates.filter(**{counter: Subquery(lowest)})
+        .order_by()
+        .values("round_id")
+        .annotate(low=Min("id"), high=Max("id"), value=Min(counter))
+        .values_list("low", "high", "value")
+    )
+    bounds = next(iter(grouped[:1]), None)
+    if bounds is not None:
+        low, high, value = bounds
+        picked = (
+            candidates.filter(**{counter: value, "id__gte": rng.randint(low, high)})
+            .order_by("id")
+            .first()
+        )
         if picked is not None:
             return picked
-    return least.first(**parameters)
+    return candidates.order_by(counter, "id").first()
 
 
 def sample_least_used(pool: _Pool, rng: random.Random) -> Context | None:

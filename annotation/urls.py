@@ -1,38 +1,45 @@
-"""URLs of the create, validate and review pages (mounted at the site root)."""
+"""URLs of the annotation pages (mounted at the site root)."""
 
 from django.urls import path
 
-from annotation import views
-from annotation.urls_extra import urlpatterns as extra_urlpatterns
+from annotation.views import campaigns, create, examples, export, review, stats, validate
 
 app_name = "annotation"
 
+EXAMPLE = "tasks/<slug:code>/examples/<int:pk>/"
+
 urlpatterns = [
-    path("tasks/<slug:code>/create", views.create, name="create"),
-    path("tasks/<slug:code>/validate", views.validate, name="validate"),
-    path("tasks/<slug:code>/review", views.review, name="review"),
-    path("tasks/<slug:code>/review/<int:pk>", views.review_submit, name="review_submit"),
-    path("tasks/<slug:code>/examples/<int:pk>/", views.example_detail, name="example"),
-    path("tasks/<slug:code>/examples/<int:pk>/status", views.example_status, name="example_status"),
-    path("tasks/<slug:code>/examples/<int:pk>/retry", views.example_retry, name="example_retry"),
-    path(
-        "tasks/<slug:code>/examples/<int:pk>/verdict", views.example_verdict, name="example_verdict"
-    ),
-    path(
-        "tasks/<slug:code>/examples/<int:pk>/metadata",
-        views.example_metadata,
-        name="example_metadata",
-    ),
-    path(
-        "tasks/<slug:code>/examples/<int:pk>/retract", views.example_retract, name="example_retract"
-    ),
-    path("tasks/<slug:code>/examples/<int:pk>/flag", views.example_flag, name="example_flag"),
+    path("tasks/<slug:code>/create", create.create, name="create"),
     path(
         "tasks/<slug:code>/sandbox/<str:job_id>/status",
-        views.sandbox_status,
+        create.sandbox_status,
         name="sandbox_status",
     ),
+    path(EXAMPLE, examples.example_detail, name="example"),
+    path(f"{EXAMPLE}status", examples.example_status, name="example_status"),
+    path(f"{EXAMPLE}retry", examples.example_retry, name="example_retry"),
+    path(f"{EXAMPLE}verdict", examples.example_verdict, name="example_verdict"),
+    path(f"{EXAMPLE}metadata", examples.example_metadata, name="example_metadata"),
+    path(f"{EXAMPLE}retract", examples.example_retract, name="example_retract"),
+    path(f"{EXAMPLE}flag", examples.example_flag, name="example_flag"),
+    path("tasks/<slug:code>/validate", validate.validate, name="validate"),
+    path("tasks/<slug:code>/review", review.review, name="review"),
+    path("tasks/<slug:code>/review/<int:pk>", review.review_submit, name="review_submit"),
+    path("tasks/<slug:code>/stats/", stats.TaskStatsView.as_view(), name="stats"),
+    path("tasks/<slug:code>/workers/", stats.WorkerLeaderboardView.as_view(), name="workers"),
+    path("tasks/<slug:code>/export.jsonl", export.TaskExportView.as_view(), name="export"),
+    path("tasks/<slug:code>/campaigns/", campaigns.CampaignListView.as_view(), name="campaigns"),
+    path(
+        "tasks/<slug:code>/campaigns/<int:campaign_id>/toggle/",
+        campaigns.CampaignToggleView.as_view(),
+        name="campaign_toggle",
+    ),
+    path(
+        "tasks/<slug:code>/campaigns/<int:campaign_id>/workers.csv",
+        campaigns.CampaignCsvView.as_view(),
+        name="campaign_csv",
+    ),
+    # "done" before the signed token, which would otherwise match it.
+    path("c/done/", campaigns.CampaignDoneView.as_view(), name="campaign_done"),
+    path("c/<str:signed>/", campaigns.CampaignEnterView.as_view(), name="campaign_enter"),
 ]
-
-
-urlpatterns += extra_urlpatterns

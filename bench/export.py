@@ -40,6 +40,7 @@ import django  # noqa: E402
 django.setup()
 
 import psutil  # noqa: E402
+from annotation.views_export import TaskExportView  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -48,7 +49,6 @@ from django.test import RequestFactory  # noqa: E402
 
 from annotation import export  # noqa: E402
 from annotation.models import Example, Validation  # noqa: E402
-from annotation.views_export import TaskExportView  # noqa: E402
 from tasks import services  # noqa: E402
 from tasks.models import Context  # noqa: E402
 

@@ -9,17 +9,15 @@ return JSON-ready dicts. They are enqueued with explicit timeouts and result/fai
 - ``health_check_job(model_id)`` (``default``): probe one model and store its health;
 - ``health_check_all_job()`` (``default``): one ``health_check_job`` per model with an endpoint.
 
-The live queue is served by ``LiveWorker``, an ``rq.worker.SimpleWorker`` (no fork per job)
-that skips RQ's redundant per-job writes of its own liveness. Periodic health checks use RQ's
-own ``rq.cron.CronScheduler`` (``manage.py run_cron``).
+The live queue is served by RQ's ``SimpleWorker`` (no fork per job). Periodic jobs, the
+health checks among them, run from RQ's ``rq.cron.CronScheduler`` (``manage.py run_cron``,
+``settings.PERIODIC_JOBS``).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import threading
-import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -27,13 +25,11 @@ from typing import Any
 import django_rq
 from django.conf import settings
 from django.db import transaction
+from django.utils.module_loading import import_string
 from redis.exceptions import RedisError
 from rq.cron import CronScheduler
 from rq.job import Job, JobStatus
-from rq.worker import SimpleWorker
 
-from dynatask_site.threadlocals import use_thread_locals
-from dynatask_site.warmup import freeze_after_startup
 from models_hub import selectors, services
 from models_hub.client import EndpointSpec, predict
 from models_hub.errors import ModelCallError, ModelConfigurationError
@@ -55,7 +51,6 @@ HEALTH_JOB_TIMEOUT = 60
 HEALTH_ALL_JOB_TIMEOUT = 300
 HEALTH_RESULT_TTL = 300
 HEALTH_FAILURE_TTL = 86_400
-DEFAULT_HEALTH_INTERVAL = 60
 
 
 # -- job functions ----------------------------------------------------------------------------
@@ -242,82 +237,21 @@ def _job_failed() -> dict[str, Any]:
     }
 
 
-# -- the live worker ---------------------------------------------------------------------------
-class LiveWorker(SimpleWorker):
-    """The ``live`` queue's worker: a SimpleWorker that writes its liveness less often.
-
-    Around every job RQ refreshes the worker's key (``heartbeat``: an EXPIRE and an HSET)
-    three more times than the job's own pipelines do, sets the state "idle" twice and asks
-    whether workers are suspended (``rq suspend``): five of the fifteen round trips to Redis
-    of a job. Here a bare heartbeat (the worker's default TTL) is sent only when the last one
-    is ``HEARTBEAT_EVERY`` seconds old, far inside the key's TTL (``worker_ttl`` + 60 s); a
-    state is written only when it changes; and the suspension is checked at most every
-    ``SUSPENSION_CHECK_EVERY`` seconds, so a suspended worker stops within that delay.
-    Heartbeats with a TTL of their own (the job's: its timeout, which extends the key while
-    it runs) and the job's pipelines are RQ's, unchanged.
-    """
-
-    HEARTBEAT_EVERY = 10.0
-    SUSPENSION_CHECK_EVERY = 1.0
-    # Set in the process of a long-running worker (not in burst mode): a job may then keep
-    # the worker a moment longer for work that is about to arrive (``annotation.jobs``'s drain
-    # waits for new examples). A burst worker, a test or a shell never waits.
-    long_running = False
-
-    _last_heartbeat: float | None = None
-    _last_suspension_check: float | None = None
-
-    def work(self, *args, **kwargs):
-        """Work as RQ's worker; a long-running one (not in burst mode, in the main thread of
-        its process: ``manage.py rqworker live``) first takes plain thread-local registries
-        (``dynatask_site.threadlocals``) and freezes its loaded objects, so that the garbage
-        collector's full collections stop walking them between jobs."""
-        burst = kwargs.get("burst", args[0] if args else False)
-        if not burst and threading.current_thread() is threading.main_thread():
-            use_thread_locals()  # a worker process runs no event loop
-            freeze_after_startup(templates=())
-            LiveWorker.long_running = True
-        return super().work(*args, **kwargs)
-
-    def heartbeat(self, timeout: int | None = None, pipeline=None):
-        last = self._last_heartbeat
-        every = min(self.HEARTBEAT_EVERY, self.worker_ttl / 4)
-        if timeout is None and last is not None and time.monotonic() - last < every:
-            return
-        super().heartbeat(timeout, pipeline)
-        # A heartbeat with a TTL of its own (a job's: its timeout plus 60 s) also keeps the
-        # key alive for far longer than HEARTBEAT_EVERY.
-        self._last_heartbeat = time.monotonic()
-
-    def set_state(self, state: str, pipeline=None):
-        if pipeline is None and state == self._state:
-            return
-        super().set_state(state, pipeline)
-
-    def check_for_suspension(self, burst: bool):
-        checked = self._last_suspension_check
-        if checked is not None and time.monotonic() - checked < self.SUSPENSION_CHECK_EVERY:
-            return
-        super().check_for_suspension(burst)
-        self._last_suspension_check = time.monotonic()
-
-
 # -- periodic health checks -------------------------------------------------------------------
-def health_interval() -> int:
-    """Return the periodic health-check interval in seconds (``MODELS_HUB_HEALTH_INTERVAL``)."""
-    return int(getattr(settings, "MODELS_HUB_HEALTH_INTERVAL", DEFAULT_HEALTH_INTERVAL))
-
-
-def cron_scheduler(connection=None, interval: int | None = None) -> CronScheduler:
-    """Return RQ's cron scheduler with the periodic health checks registered."""
+def cron_scheduler(connection=None, jobs=None) -> CronScheduler:
+    """RQ's cron scheduler with the periodic jobs of ``settings.PERIODIC_JOBS`` (or ``jobs``):
+    (dotted path of a job function, queue name, interval in seconds) each."""
     scheduler = CronScheduler(connection=connection or django_rq.get_connection(HEALTH_QUEUE))
-    scheduler.register(
-        health_check_all_job,
-        HEALTH_QUEUE,
-        interval=interval or health_interval(),
-        # No ``timeout=`` here: rq 2.6's CronJob passes it to Queue.enqueue, which hands
-        # unknown keywords to the job function itself. The queue's default timeout applies.
-        result_ttl=HEALTH_RESULT_TTL,
-        failure_ttl=HEALTH_FAILURE_TTL,
-    )
+    for path, queue, interval in settings.PERIODIC_JOBS if jobs is None else jobs:
+        scheduler.register(
+            import_string(path),
+            queue,
+            interval=int(interval),
+            # No ``timeout=`` here: rq 2.6's CronJob passes it to Queue.enqueue, which hands
+            # unknown keywords to the job function itself. The queue's default timeout applies.
+            # A run that no worker took within a few intervals is dropped: the next one comes.
+            ttl=max(3 * int(interval), 10),
+            result_ttl=min(HEALTH_RESULT_TTL, 10 * int(interval)),
+            failure_ttl=HEALTH_FAILURE_TTL,
+        )
     return scheduler

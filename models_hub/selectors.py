@@ -5,9 +5,8 @@ from __future__ import annotations
 import random
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import F, Q
 
-from dynatask_site.precompiled import PrecompiledQuery
 from models_hub.client import EndpointSpec
 from models_hub.errors import ModelConfigurationError
 from models_hub.models import Model, ModelStatus, RoundModel
@@ -52,34 +51,27 @@ def models_in_loop(round: Round) -> list[Model]:
     return list(_with_task(Model.objects.filter(round_models__round=round)).order_by("name", "pk"))
 
 
-def _pickable(round_id: int):
-    candidates = Model.objects.filter(round_models__round_id=round_id, status__in=PICKABLE_STATUSES)
-    return candidates.exclude(protocol="none").exclude(endpoint_url="").order_by("pk")
+def _pickable(round_ids):
+    return (
+        Model.objects.filter(round_models__round_id__in=round_ids, status__in=PICKABLE_STATUSES)
+        .exclude(protocol="none")
+        .exclude(endpoint_url="")
+    )
 
 
-# Asked on every submission: compiled once (``PrecompiledQuery``).
-_PICKABLE = PrecompiledQuery(_pickable, round_id=int)
-_PICKABLE_WITH_TASK = PrecompiledQuery(
-    lambda round_id: _with_task(_pickable(round_id)), round_id=int
-)
+def pickable_models(round_ids) -> list[tuple[Model, int]]:
+    """The models that may answer in the loops of rounds ``round_ids`` (healthy or not yet
+    checked, with an endpoint), each with its round's id; one query."""
+    if not round_ids:
+        return []
+    rows = _pickable(round_ids).annotate(loop_round_id=F("round_models__round_id")).order_by("pk")
+    return [(model, model.loop_round_id) for model in rows]
 
 
 def model_pick_for_round(round: Round, rng: random.Random | None = None) -> Model | None:
-    """Pick a random in-the-loop model of ``round`` that is healthy or not yet checked.
-
-    Returns None when the round has no such model. Recording which model answered is the
-    caller's job. One query.
-    """
-    task = round._state.fields_cache.get("task")
-    if task is not None and task._state.fields_cache.get("current_config") is not None:
-        # The caller already holds the round's task with its config (a model in a round's
-        # loop belongs to the round's task): share it instead of joining it in again.
-        picked = _PICKABLE.fetch(round_id=round.pk)
-        for model in picked:
-            if model.task_id == task.pk:
-                model.task = task
-    else:
-        picked = _PICKABLE_WITH_TASK.fetch(round_id=round.pk)
+    """Pick a random in-the-loop model of ``round`` that is healthy or not yet checked, with
+    its task and config; None when the round has no such model. One query."""
+    picked = list(_with_task(_pickable([round.pk])).order_by("pk"))
     if not picked:
         return None
     return (rng or random).choice(picked)

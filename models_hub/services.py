@@ -26,7 +26,7 @@ from models_hub.errors import (
     truncate,
 )
 from models_hub.models import Model, ModelStatus, Protocol, RoundModel
-from models_hub.signals import model_registered
+from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
 from models_hub.transport import RetryPolicy
 from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
@@ -236,6 +236,7 @@ def model_set_in_loop(round: Round, models: Iterable[Model], user) -> list[Model
         RoundModel.objects.bulk_create(
             [RoundModel(round=round, model=model) for model in models], ignore_conflicts=True
         )
+        _announce_rows_changed(round.task_id)
     return models
 
 
@@ -254,6 +255,7 @@ def model_set_rounds(model: Model, rounds: Iterable[Round], user) -> None:
         RoundModel.objects.bulk_create(
             [RoundModel(round=round, model=model) for round in rounds], ignore_conflicts=True
         )
+        _announce_rows_changed(model.task_id)
 
 
 def model_record_health(model_id: int) -> HealthResult:
@@ -285,7 +287,15 @@ def model_record_health(model_id: int) -> HealthResult:
     # A direct update: an admin disabling the model meanwhile wins, and no other field (a card
     # edit saved while the probe ran) is overwritten with this process's stale copy.
     Model.objects.filter(pk=model_id).exclude(status=ModelStatus.DISABLED).update(**values)
+    if values["status"] != model.status:
+        _announce_rows_changed(model.task_id)
     return result
+
+
+def _announce_rows_changed(task_id: int) -> None:
+    transaction.on_commit(
+        lambda: model_rows_changed.send(sender=Model, task_ids=[task_id]), robust=True
+    )
 
 
 def predict_live(model: Model, inputs: list[dict]) -> PredictionResult:

@@ -204,8 +204,8 @@ def command_run(options: argparse.Namespace) -> None:
         say("demo model servers are up")
 
         workers = [
-            # LiveWorker: a SimpleWorker (no fork per job) with fewer writes of its liveness.
-            ["rqworker", "live", "--worker-class", "models_hub.jobs.LiveWorker"],
+            # The live queue: RQ's SimpleWorker, no fork per job.
+            ["rqworker", "live", "--worker-class", "rq.worker.SimpleWorker"],
             # EvalWorker re-enqueues the shards of a worker that died mid-run (kill -9, OOM).
             [
                 "rqworker",

@@ -19,13 +19,10 @@ def is_task_owner(user: User, task: Task) -> bool:
         return False
     if user.is_superuser:
         return True
-    # Use what the view loaded: this very user's ownership
-    # (``tasks.selectors.with_ownership_of``) or the prefetched owners; else one query.
-    if getattr(task, "viewer_owns_for", None) == user.pk:
-        return bool(task.viewer_owns)
-    cache = getattr(task, "_prefetched_objects_cache", {})
-    if "owners" in cache:
-        return any(owner.pk == user.pk for owner in cache["owners"])
+    # The owners' ids, when the selector that read the task read them too (``owner_ids``).
+    owner_ids = getattr(task, "owner_ids", None)
+    if owner_ids is not None:
+        return user.pk in owner_ids
     return task.owners.filter(pk=user.pk).exists()
 
 

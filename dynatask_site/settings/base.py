@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import dj_database_url
-from redis.backoff import NoBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -64,7 +67,7 @@ MIDDLEWARE = [
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "dynatask_site.auth_backends.ModelBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "dynatask_site.urls"
@@ -141,7 +144,7 @@ MEDIA_ROOT = BASE_DIR / "var" / "media"
 MEDIA_URL = "/media/"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "dynatask_site.staticfiles.StaticFilesStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 
 LOGIN_URL = "login"
@@ -153,29 +156,61 @@ CRISPY_TEMPLATE_PACK = "bootstrap5"
 
 # --- Redis and RQ ------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def redis_connection_options(url: str) -> dict:
+    """django-rq's connection settings for the Redis at ``url``."""
+    parts = urlsplit(url)
+    return {
+        "HOST": parts.hostname or "127.0.0.1",
+        "PORT": parts.port or 6379,
+        "DB": int(parts.path.strip("/") or 0),
+        "USERNAME": unquote(parts.username) if parts.username else None,
+        "PASSWORD": unquote(parts.password) if parts.password else None,
+        "SSL": parts.scheme == "rediss",
+    }
+
+
+# The RQ workers and the cron scheduler ride out a Redis restart: every command is tried
+# again with a growing pause, for about 20 s, before it fails.
+WORKER_REDIS_CLIENT_KWARGS = {
+    "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), 25),
+    "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+    "health_check_interval": 30,
+}
+# A web request gives up at once: the page says the queue is unreachable, nothing waits.
+WEB_REDIS_CLIENT_KWARGS = {
+    "retry": Retry(NoBackoff(), 1),
+    "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+    "socket_connect_timeout": 1.0,
+    "health_check_interval": 30,
+}
+_REDIS = {**redis_connection_options(REDIS_URL), "REDIS_CLIENT_KWARGS": WORKER_REDIS_CLIENT_KWARGS}
 RQ_QUEUES = {
-    # Live predictions: served by models_hub.jobs.LiveWorker (a non-forking SimpleWorker),
-    # short timeouts.
-    "live": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 60, "DEFAULT_RESULT_TTL": 600},
+    # Live predictions, the counters' flush and the live watchdog: served by RQ's non-forking
+    # SimpleWorker, short timeouts.
+    "live": {**_REDIS, "DEFAULT_TIMEOUT": 60, "DEFAULT_RESULT_TTL": 600},
     # Evaluation shards and finalize jobs.
-    "eval": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600, "DEFAULT_RESULT_TTL": 3600},
-    "default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600, "DEFAULT_RESULT_TTL": 3600},
+    "eval": {**_REDIS, "DEFAULT_TIMEOUT": 3600, "DEFAULT_RESULT_TTL": 3600},
+    "default": {**_REDIS, "DEFAULT_TIMEOUT": 600, "DEFAULT_RESULT_TTL": 3600},
 }
 # No django_rq queue admin: its fake Queue model has no table and needs django_rq.urls.
 # Evaluation progress is shown on the run pages; workers are watched with `rq info`.
 RQ_SHOW_ADMIN_LINK = False
 
-# The shared cache (sessions, leaderboard pages, API throttles) in the same Redis: a Redis
-# outage is a cache miss (``dynatask_site.cache``), given up on after a short timeout.
+# The shared cache (sessions, task bundles, leaderboard pages, API throttles) in the same
+# Redis, through django-redis: a Redis outage is a cache miss (IGNORE_EXCEPTIONS), given up on
+# after a short timeout, and logged.
 CACHES = {
     "default": {
-        "BACKEND": "dynatask_site.cache.ResilientRedisCache",
+        "BACKEND": "django_redis.cache.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "dynatask"),
         "OPTIONS": {
-            "socket_connect_timeout": 0.25,
-            "socket_timeout": 0.5,
-            "retry": Retry(NoBackoff(), 0),
+            "SOCKET_CONNECT_TIMEOUT": 0.25,
+            "SOCKET_TIMEOUT": 0.5,
+            "IGNORE_EXCEPTIONS": True,
+            "LOG_IGNORED_EXCEPTIONS": True,
         },
     }
 }
@@ -227,10 +262,14 @@ ANNOTATION_SLOW_MODEL_SECONDS = float(os.environ.get("ANNOTATION_SLOW_MODEL_SECO
 # How many waiting examples a drain of the live queue answers with one model call at most
 # (a model's own ``batch_size`` splits a larger call).
 ANNOTATION_LIVE_BATCH_SIZE = int(os.environ.get("ANNOTATION_LIVE_BATCH_SIZE", "16"))
-# How long a drain in a long-running live worker waits for new examples once it has answered
-# all of them: an example that arrives meanwhile is taken at once, with no job to queue and
-# start. The worker stays free for other jobs: the drain stops waiting when one is queued.
+# How long a drain waits for new examples once it has answered all of them: an example that
+# arrives meanwhile is taken at once, with no job to queue and start. The worker stays free
+# for other jobs: the drain stops waiting when one is queued.
 ANNOTATION_LIVE_LINGER_SECONDS = float(os.environ.get("ANNOTATION_LIVE_LINGER_SECONDS", "1"))
+# Seconds between two flushes of the buffered stats counters (``annotation.stats.buffer``) and
+# between two checks of the live loop (``annotation.live.watchdog``).
+ANNOTATION_COUNTER_FLUSH_SECONDS = int(os.environ.get("ANNOTATION_COUNTER_FLUSH_SECONDS", "2"))
+ANNOTATION_LIVE_WATCHDOG_SECONDS = int(os.environ.get("ANNOTATION_LIVE_WATCHDOG_SECONDS", "5"))
 # Seconds RQ keeps a finished live job (its hash and result). A live job wakes its page through
 # a stream of its own and writes its outcome to the example, so only operators read it later;
 # at 100 submissions/s, 600 s would keep 60,000 job records in Redis. Not 0: RQ then deletes
@@ -238,6 +277,14 @@ ANNOTATION_LIVE_LINGER_SECONDS = float(os.environ.get("ANNOTATION_LIVE_LINGER_SE
 # worker more than keeping the job (1.6 against 1.2 ms of CPU per job, measured side by side).
 # Jobs that raise are kept a day either way.
 ANNOTATION_LIVE_RESULT_TTL = int(os.environ.get("ANNOTATION_LIVE_RESULT_TTL", "60"))
+
+# The periodic jobs that ``manage.py run_cron`` registers with RQ's cron scheduler:
+# (dotted path of the job function, queue, interval in seconds).
+PERIODIC_JOBS = [
+    ("models_hub.jobs.health_check_all_job", "default", MODELS_HUB_HEALTH_INTERVAL),
+    ("annotation.stats.buffer.counters_flush_job", "live", ANNOTATION_COUNTER_FLUSH_SECONDS),
+    ("annotation.live.watchdog.live_watchdog_job", "live", ANNOTATION_LIVE_WATCHDOG_SECONDS),
+]
 
 # --- Leaderboards --------------------------------------------------------------------------
 # Memory of the reference instance: memory enters the Dynascore as "memory saved" (GB).

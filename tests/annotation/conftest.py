@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import threading
 import time
@@ -10,12 +11,35 @@ import time
 import django_rq
 import pytest
 from rq.timeouts import TimerDeathPenalty
+from rq.worker import SimpleWorker
 
 from annotation.actors import Actor
 from models_hub import services as hub_services
-from models_hub.jobs import LiveWorker
 from models_hub.server import ModelServer
 from tests.factories import ContextFactory, TaskFactory, UserFactory
+
+POSITIVE = "I absolutely loved this wonderful, delicious meal."
+
+
+def open_form(client, code: str, query: str = "") -> dict:
+    response = client.get(f"/tasks/{code}/create{query}")
+    assert response.status_code == 200
+    html = response.content.decode()
+    context_id = re.search(r'name="context_id" value="(\d+)"', html)
+    started_at = re.search(r'name="started_at" value="([^"]+)"', html).group(1)
+    goal = re.search(r'data-goal-label="([^"]+)"', html)
+    return {
+        "html": html,
+        "context_id": context_id.group(1) if context_id else "",
+        "started_at": started_at,
+        "goal": goal.group(1) if goal else "",
+    }
+
+
+def submit(client, code: str, **fields):
+    page = open_form(client, code)
+    data = {"context_id": page["context_id"], "started_at": page["started_at"], **fields}
+    return client.post(f"/tasks/{code}/create", data)
 
 
 class ClosableModelServer(ModelServer):
@@ -81,10 +105,43 @@ def live_queue(redis_connection):
 
 
 def run_jobs(queue_name: str = "live") -> None:
-    """Run every queued job of ``queue_name`` in this process (burst ``LiveWorker``, the
+    """Run every queued job of ``queue_name`` in this process (a burst SimpleWorker, the
     live queue's SimpleWorker)."""
     queue = django_rq.get_queue(queue_name)
-    LiveWorker([queue], connection=queue.connection).work(burst=True)
+    SimpleWorker([queue], connection=queue.connection).work(burst=True)
+
+
+def flush_counters() -> None:
+    """Apply the buffered stats counters to their rows, as the periodic flush job does."""
+    from annotation.stats.buffer import counters_flush
+
+    counters_flush()
+
+
+def snapshot(task):
+    """All cached counters of a task, comparable across a recompute."""
+    from annotation.models import RoundStats, WorkerStats
+    from annotation.stats.counters import CONTEXT_FIELDS, ROUND_FIELDS, WORKER_FIELDS
+    from tasks.models import Context
+
+    recounted = [field for field in CONTEXT_FIELDS if field != "times_served"]
+    rounds = {
+        row.round_id: tuple(getattr(row, field) for field in ROUND_FIELDS)
+        for row in RoundStats.objects.filter(round__task=task)
+        if any(getattr(row, field) for field in ROUND_FIELDS)
+    }
+    workers = {
+        (row.round_id, row.user_id, row.campaign_worker_id): tuple(
+            getattr(row, field) for field in WORKER_FIELDS
+        )
+        for row in WorkerStats.objects.filter(task=task)
+        if any(getattr(row, field) for field in WORKER_FIELDS)
+    }
+    contexts = {
+        row.pk: tuple(getattr(row, field) for field in recounted)
+        for row in Context.objects.filter(task=task)
+    }
+    return rounds, workers, contexts
 
 
 @pytest.fixture
@@ -153,7 +210,7 @@ def validators(db):
     return [UserFactory(username=f"validator{n}") for n in range(6)]
 
 
-class ThreadLiveWorker(LiveWorker):
+class ThreadLiveWorker(SimpleWorker):
     """The live queue's worker (a SimpleWorker) run in a thread: no signal handlers,
     timer-based timeouts."""
 
@@ -164,7 +221,7 @@ class ThreadLiveWorker(LiveWorker):
 
 
 class BackgroundWorker:
-    """Run the ``live`` queue in a thread, like ``rqworker live`` with its ``LiveWorker``.
+    """Run the ``live`` queue in a thread, like ``rqworker live`` with RQ's SimpleWorker.
 
     Needs committed data (``transactional_db`` or ``live_server``): the thread has its own
     database connection, closed when the worker stops.

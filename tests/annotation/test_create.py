@@ -8,10 +8,10 @@ import re
 
 import django_rq
 import pytest
-from django.db import connection
 from django.urls import reverse
 
-from annotation import jobs, services
+from annotation.live import drain, sandbox
+from annotation.live import queue as live_loop
 from annotation.models import (
     Campaign,
     CampaignWorker,
@@ -20,15 +20,21 @@ from annotation.models import (
     RoundStats,
     VerdictSource,
 )
+from annotation.services.answers import MODEL_ANSWER_FIELDS
 from models_hub.demo.sentiment import SentimentHandler
 from models_hub.models import Model
 from models_hub.selectors import model_pick_for_round
-from tests.annotation.conftest import put_in_loop, run_jobs
+from tests.annotation.conftest import (
+    POSITIVE,
+    flush_counters,
+    open_form,
+    put_in_loop,
+    run_jobs,
+    submit,
+)
 from tests.factories import ContextFactory, TaskFactory, UserFactory, demo_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-POSITIVE = "I absolutely loved this wonderful, delicious meal."
 
 
 @pytest.fixture(autouse=True)
@@ -36,27 +42,6 @@ def no_sync_wait(settings):
     # Most tests run the job themselves (burst worker) after the POST.
     settings.ANNOTATION_SYNC_WAIT_SECONDS = 0
     settings.ANNOTATION_POLL_WAIT_SECONDS = 0
-
-
-def open_form(client, code: str, query: str = "") -> dict:
-    response = client.get(f"/tasks/{code}/create{query}")
-    assert response.status_code == 200
-    html = response.content.decode()
-    context_id = re.search(r'name="context_id" value="(\d+)"', html)
-    started_at = re.search(r'name="started_at" value="([^"]+)"', html).group(1)
-    goal = re.search(r'data-goal-label="([^"]+)"', html)
-    return {
-        "html": html,
-        "context_id": context_id.group(1) if context_id else "",
-        "started_at": started_at,
-        "goal": goal.group(1) if goal else "",
-    }
-
-
-def submit(client, code: str, **fields):
-    page = open_form(client, code)
-    data = {"context_id": page["context_id"], "started_at": page["started_at"], **fields}
-    return client.post(f"/tasks/{code}/create", data)
 
 
 def test_anonymous_is_sent_to_login(client, sentiment_task):
@@ -112,6 +97,7 @@ def test_example_is_saved_first_then_the_model_answers(client, worker, sentiment
     assert example.model_output["label"] == "positive"
     assert example.model_wrong is True
     assert example.verdict_source == VerdictSource.METRIC
+    flush_counters()
     stats = RoundStats.objects.get(round=example.round)
     assert (stats.collected, stats.fooled) == (1, 1)
 
@@ -141,21 +127,15 @@ def test_fast_path_renders_the_verdict_in_the_post_response(
     assert 'id="verdict-fooled"' in response.content.decode()
 
 
-def test_the_verdict_fills_the_slot_of_the_page_laid_out_while_the_model_answered(
+def test_the_verdict_page_shows_the_input_then_the_verdict_then_the_next_form(
     client, worker, sentiment_model, background_worker, settings
 ):
-    """The POST lays out its page before the answer, with a slot for the status part; a
-    statement that holds the slot's text cannot take its place (it is escaped)."""
-    from annotation.views import STATUS_SLOT
-
     settings.ANNOTATION_SYNC_WAIT_SECONDS = 5
     client.force_login(worker)
-    statement = f"{POSITIVE} {STATUS_SLOT}"
+    statement = f"{POSITIVE} <!-- a comment -->"
     html = submit(client, "sentiment", statement=statement, label="negative").content.decode()
-    assert STATUS_SLOT not in html
-    assert "&lt;!--dynatask:example-status--&gt;" in html
+    assert "<!-- a comment -->" not in html and "&lt;!-- a comment --&gt;" in html
     assert html.count('id="example-status"') == 1
-    assert 'id="verdict-fooled"' in html
     assert (
         html.index('id="example-input"')
         < html.index('id="example-status"')
@@ -254,7 +234,8 @@ def test_live_job_is_idempotent(client, worker, sentiment_model):
     submit(client, "sentiment", statement=POSITIVE, label="negative")
     example = Example.objects.get()
     run_jobs()
-    assert jobs.live_prediction_job(example.pk, 1) == {"skipped": True}
+    assert drain.answer_batch([(example.pk, 1)]) == {example.pk: {"skipped": True}}
+    flush_counters()
     assert RoundStats.objects.get(round=example.round).fooled == 1
 
 
@@ -289,6 +270,7 @@ def test_ask_user_verdict_is_recorded_and_counted_once(
     client.post(url, {"model_wrong": "false"})
     example.refresh_from_db()
     assert (example.model_wrong, example.verdict_source) == (True, VerdictSource.WORKER)
+    flush_counters()
     assert RoundStats.objects.get(round=example.round).fooled == 1
 
 
@@ -339,6 +321,7 @@ def test_retract_and_flag_count_once(client, worker, sentiment_model):
         client.post(f"/tasks/sentiment/examples/{example.pk}/retract")
     example.refresh_from_db()
     assert example.retracted
+    flush_counters()
     stats = RoundStats.objects.get(round=example.round)
     assert (stats.retracted, stats.collected, stats.fooled) == (1, 0, 0)
 
@@ -351,6 +334,7 @@ def test_sandbox_stores_nothing(client, worker, sentiment_model, background_work
     assert Example.objects.count() == 0
     assert 'id="sandbox-result"' in html and "You would have fooled the model." in html
     assert POSITIVE in html  # the typed text stays in the form
+    flush_counters()
     assert not RoundStats.objects.filter(collected__gt=0).exists()
 
 
@@ -358,7 +342,7 @@ def test_sandbox_answer_is_only_for_the_worker_who_asked(
     client, worker, sentiment_model, background_worker, settings
 ):
     settings.ANNOTATION_POLL_WAIT_SECONDS = 5
-    job_id = jobs.enqueue_sandbox_prediction(
+    job_id = sandbox.enqueue_sandbox_prediction(
         sentiment_model, {"uid": "sandbox", "statement": POSITIVE}, f"u:{worker.pk}"
     )
     url = reverse("annotation:sandbox_status", args=["sentiment", job_id])
@@ -379,7 +363,7 @@ def test_sandbox_status_refuses_a_live_job_and_says_expired_for_an_unknown_one(
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="positive")  # queues a live drain
     [drain_id] = django_rq.get_queue("live").job_ids
-    assert drain_id.startswith(jobs.DRAIN_JOB_PREFIX)
+    assert drain_id.startswith(live_loop.DRAIN_JOB_PREFIX)
     live = client.get(reverse("annotation:sandbox_status", args=["sentiment", drain_id]))
     assert live.status_code == 404
     unknown = reverse("annotation:sandbox_status", args=["sentiment", "0" * 8 + "-dead-beef"])
@@ -478,22 +462,20 @@ def test_campaign_worker_creates_then_hits_the_quota(client, sentiment_task, own
 
 
 def test_query_counts_are_fixed(
-    client, worker, validators, sentiment_model, django_assert_num_queries
+    client, worker, validators, sentiment_model, django_assert_max_num_queries
 ):
-    """Create GET and POST, the status poll and the validate page take a fixed number of
-    queries.
+    """Create GET and POST, the status poll and the validate page take a bounded number of
+    queries, whatever the number of contexts.
 
-    A warm-up submission first creates the session and the cached stats rows (a one-off
-    insert per worker and round); the pinned numbers are the steady state. The session is read
-    from the cache (``cached_db``), so it takes no query.
+    A warm-up submission first fills the session and the task bundle's cache; the pinned
+    numbers are the steady state. The session and the bundle come from the cache.
     """
     for _ in range(40):
         ContextFactory(task=sentiment_model.task)
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
-    # 4: one statement for the user and the open round with its task (and whether the user
-    # owns it), sampling (2: bounds, pick), served +1.
-    with django_assert_num_queries(4):
+    # 3: the user; sampling (2: bounds, pick). The showing is counted in Redis.
+    with django_assert_max_num_queries(3):
         page = open_form(client, "sentiment")
     data = {
         "context_id": page["context_id"],
@@ -501,22 +483,19 @@ def test_query_counts_are_fixed(
         "statement": POSITIVE,
         "label": "negative",
     }
-    # 3: one statement for the user, the round with its task and the context; the model
-    # pick; one statement for the new example and its counter rows (context, worker,
-    # round), with no BEGIN and COMMIT around it. Elsewhere (SQLite) those are a
-    # transaction of four statements: 8.
-    with django_assert_num_queries(3 if connection.vendor == "postgresql" else 8):
+    # 3: the user, the context, the new example (its counters go to Redis).
+    with django_assert_max_num_queries(3):
         client.post("/tasks/sentiment/create", data)
     run_jobs()
     example = Example.objects.order_by("-id").first()
-    # 3: user, task, example.
-    with django_assert_num_queries(3):
+    # 2: the user, the example.
+    with django_assert_max_num_queries(2):
         client.get(f"/tasks/sentiment/examples/{example.pk}/status")
     client.force_login(validators[0])
     client.get("/tasks/sentiment/validate")  # warm-up: the validator's session
-    # 2: one statement for the user and the task, the next example (one index range of the
-    # queue: a fooling example waits; at most three ranges when there is none).
-    with django_assert_num_queries(2):
+    # 2: the user, the next example (one index range of the queue: a fooling example waits;
+    # at most three ranges when there is none).
+    with django_assert_max_num_queries(2):
         assert 'name="example_id"' in client.get("/tasks/sentiment/validate").content.decode()
 
 
@@ -526,20 +505,20 @@ def test_the_live_job_wakes_the_waiting_page_as_soon_as_the_answer_is_stored(
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
     example = Example.objects.get()
-    job_id = jobs.live_job_id(example.pk, 1)
-    assert jobs.wait_for_job(job_id, 0.05) is False  # nothing ran yet
-    assert jobs.wait_for_live_answer(job_id, 0.05) is None
-    # Run the job's function outside RQ: no RQ result exists, the job's own signal wakes.
-    jobs.live_prediction_job(example.pk, 1)
-    assert jobs.wait_for_job(job_id, 0.05) is True
+    job_id = live_loop.live_job_id(example.pk, 1)
+    assert live_loop.wait_for_job(job_id, 0.05) is False  # nothing ran yet
+    assert live_loop.wait_for_live_answer(job_id, 0.05) is None
+    # Answer outside RQ: no RQ result exists, the drain's own signal wakes the page.
+    drain.answer_batch([(example.pk, 1)])
+    assert live_loop.wait_for_job(job_id, 0.05) is True
     example.refresh_from_db()
     assert example.status == ExampleStatus.MODEL_ANSWERED
-    # The signal carries what the job stored: the page needs no read-back query.
-    answer = jobs.wait_for_live_answer(job_id, 0.05)
-    stored = {name: getattr(example, name) for name in services.MODEL_ANSWER_FIELDS}
+    # The signal carries what the drain stored: the page needs no read-back query.
+    answer = live_loop.wait_for_live_answer(job_id, 0.05)
+    stored = {name: getattr(example, name) for name in MODEL_ANSWER_FIELDS}
     assert answer == stored
     # Another attempt of the same example has a signal of its own.
-    assert jobs.wait_for_job(jobs.live_job_id(example.pk, 2), 0.05) is False
+    assert live_loop.wait_for_job(live_loop.live_job_id(example.pk, 2), 0.05) is False
 
 
 # -- the next example, from the verdict page ----------
@@ -625,14 +604,14 @@ def test_a_finished_drain_job_is_kept_briefly_and_the_signal_outlives_it(
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
     example = Example.objects.get()
-    connection = django_rq.get_queue(jobs.LIVE_QUEUE).connection
-    [drain_id] = django_rq.get_queue(jobs.LIVE_QUEUE).job_ids
+    connection = django_rq.get_queue(live_loop.LIVE_QUEUE).connection
+    [drain_id] = django_rq.get_queue(live_loop.LIVE_QUEUE).job_ids
     assert Job.fetch(drain_id, connection=connection).result_ttl == 45
     run_jobs()
     assert 0 < connection.ttl(Job.key_for(drain_id)) <= 45
     assert Job.fetch(drain_id, connection=connection).return_value() == {"examples": 1}
-    job_id = jobs.live_job_id(example.pk, 1)
-    assert jobs.wait_for_live_answer(job_id, 0.05)["status"] == ExampleStatus.MODEL_ANSWERED
+    job_id = live_loop.live_job_id(example.pk, 1)
+    assert live_loop.wait_for_live_answer(job_id, 0.05)["status"] == ExampleStatus.MODEL_ANSWERED
     example.refresh_from_db()
     assert example.status == ExampleStatus.MODEL_ANSWERED
 

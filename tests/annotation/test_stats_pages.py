@@ -8,12 +8,14 @@ import random
 import pytest
 from django.urls import reverse
 
-from annotation import stats
 from annotation.agreement import category_counts, fleiss_kappa, krippendorff_alpha
 from annotation.models import Example, ExampleStatus, RoundStats, WorkerStats
+from annotation.stats import summaries as stats
+from annotation.stats.buffer import counters_flush
+from annotation.stats.recompute import stats_recompute
 from tasks import services as task_services
 from tasks.errors import ServiceError
-from tests.annotation.test_stats import snapshot
+from tests.annotation.conftest import snapshot
 from tests.factories import (
     CampaignWorkerFactory,
     ContextFactory,
@@ -200,10 +202,14 @@ def test_stats_admin_is_read_only_with_a_recompute_action(client, task, owner):
 # -- the real services drive the hooks --------------------------------------------------------
 
 
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("seed", [11, 12, 13])
-def test_services_keep_cached_counters_equal_to_recomputed(task, owner, seed):
-    from annotation import services
+def test_services_keep_flushed_counters_equal_to_recomputed(task, owner, seed, redis_connection):
+    """The real services buffer their counters after each commit; once flushed, the
+    counters equal a recount."""
     from annotation.actors import Actor
+    from annotation.services import answers, validations
+    from annotation.services import examples as example_services
 
     rng = random.Random(seed)
     round_ = task.rounds.get()
@@ -218,7 +224,7 @@ def test_services_keep_cached_counters_equal_to_recomputed(task, owner, seed):
         try:
             if operation == "submit" or not examples:
                 actor = rng.choice(actors)
-                example = services.example_submit(
+                example = example_services.example_submit(
                     task=task,
                     round_=round_,
                     actor=actor,
@@ -234,28 +240,29 @@ def test_services_keep_cached_counters_equal_to_recomputed(task, owner, seed):
             example, writer = rng.choice(examples)
             if operation == "answer":
                 label = rng.choice(["positive", "negative"])
-                services.example_record_model_answer(
-                    example.pk, output={"label": label, "prob": {label: 0.9}}
-                )
+                read = Example.objects.select_related("config_version").get(pk=example.pk)
+                output = {"label": label, "prob": {label: 0.9}}
+                answers.examples_record_model_answers([answers.ModelAnswer(read, output)])
             elif operation == "validate":
-                services.validation_submit(
+                validations.validation_submit(
                     example_id=example.pk,
                     actor=rng.choice(actors),
                     label=rng.choice(["correct", "correct", "incorrect", "flagged"]),
                     time_spent_ms=rng.choice([None, rng.randint(1, 9_000)]),
                 )
             elif operation == "review":
-                services.owner_review_submit(
+                validations.owner_review_submit(
                     example_id=example.pk, user=owner, label=rng.choice(["correct", "incorrect"])
                 )
             elif operation == "retract":
-                services.example_retract(example, writer)
+                example_services.example_retract(example, writer)
         except ServiceError:
             continue  # refused by a rule (own example, settled, duplicate...): no change
     made = Example.objects.filter(task=task)
     assert made.filter(model_wrong=True).exists(), "some verdicts were recorded"
     assert made.exclude(validation_state="pending").exists(), "some examples settled"
     assert made.filter(retracted=True).exists()
+    counters_flush()
     cached = snapshot(task)
-    stats.stats_recompute(task)
+    stats_recompute(task)
     assert snapshot(task) == cached

@@ -7,7 +7,6 @@ import contextlib
 import pytest
 from django.db import connection
 
-from annotation import selectors, services, stats
 from annotation.actors import Actor
 from annotation.models import (
     Example,
@@ -17,10 +16,19 @@ from annotation.models import (
     ValidationState,
     WorkerStats,
 )
+from annotation.selectors import validation as selectors
+from annotation.selectors.examples import review_queue
+from annotation.services import examples as services
+from annotation.services.validations import owner_review_submit, validation_submit
+from annotation.stats import counters
+from annotation.stats.buffer import counters_add
+from annotation.stats.recompute import stats_recompute
 from tasks.errors import Conflict, NotFound, PermissionDenied
+from tests.annotation.conftest import flush_counters
 from tests.factories import ContextFactory, TaskFactory, UserFactory
 
-pytestmark = pytest.mark.django_db
+# The services buffer their counters once their transactions commit.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("redis_connection")]
 
 
 @pytest.fixture
@@ -48,12 +56,12 @@ def make_example(task, context, writer, model_wrong=None, text="A fine statement
             },
         )
         example.refresh_from_db()
-        stats.stats_example_verdict(example)
+        counters_add(counters.example_verdict(example))
     return example
 
 
 def validate(example, user, label, **metadata):
-    return services.validation_submit(
+    return validation_submit(
         example_id=example.pk, actor=Actor(user=user), label=label, metadata=metadata
     )
 
@@ -72,7 +80,7 @@ def test_never_own_never_twice_never_retracted_never_settled(setup, people):
     settled = make_example(task, context, people["writer"], model_wrong=True)
     services.example_retract(retracted, Actor(user=people["writer"]))
     validate(seen, people["a"], "correct")
-    services.owner_review_submit(example_id=settled.pk, user=task.owners.get(), label="correct")
+    owner_review_submit(example_id=settled.pk, user=task.owners.get(), label="correct")
     assert selectors.example_next_to_validate(task, Actor(user=people["a"])) is None
     with pytest.raises(PermissionDenied):
         validate(own, people["a"], "correct")
@@ -177,45 +185,18 @@ def test_queue_query_uses_the_partial_index(setup, people):
     assert "Anti Join" in plan or "NOT" in plan.upper()
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="checks PostgreSQL's generic plan")
-@pytest.mark.parametrize("verdict", ["fooled", "not_fooled"])
-def test_the_prepared_queue_query_walks_the_partial_index_without_statistics(
-    setup, people, verdict
-):
-    """The plan that a prepared statement keeps after a few calls is the generic plan, made
-    without the parameters' values. On a table never analysed (a new database, as in the load
-    test) it scanned every example of the task and sorted them all, slower with every example
-    (4 ms a call after 40 s of load): the states in the partial index's condition were
-    parameters, so the plan could not use the index. (``model_wrong IS NULL``, the third
-    queue, has only a default selectivity without statistics: its plan is left to them.)"""
-    task, context = setup
-    make_example(task, context, people["writer"], model_wrong=True)
-    query = selectors._NEXT_TO_VALIDATE[verdict, "user_id"]
-    plan = query.explain(generic=True, task_id=task.pk, actor_id=people["a"].pk)
-    assert "Index Scan using example_validation_queue" in plan, plan
-    # No other way to the task's examples (then a sort of all of them).
-    for other in ("Seq Scan on annotation_example", "Bitmap Heap Scan on annotation_example"):
-        assert other not in plan, plan
-    assert "example_task_keyset" not in plan, plan
-
-
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="checks PostgreSQL's plans")
-@pytest.mark.parametrize("generic", [False, True])
-def test_the_validate_posts_lookup_reads_one_example_by_its_key(setup, people, generic):
-    """The validate POST's read of its example (``example_for_validation``) goes by the
-    primary key. With the queue's condition as a filter, PostgreSQL could take the partial
-    queue index for it, find the task's first entry and walk all of the task's queue to the
-    one id (1.0-1.4 ms a call in the load test at 3,000 examples, growing with the queue).
-    Now the condition is a column of the row read, which no index can serve."""
+def test_the_validate_posts_lookup_reads_one_example_by_its_key(setup, people):
+    """The validate POST's read of its example goes by the primary key: with the queue's
+    condition as a filter, PostgreSQL could take the partial queue index instead and walk
+    the task's whole queue to the one id."""
     task, context = setup
     examples = [make_example(task, context, people["writer"], model_wrong=True) for _ in "123"]
-    query = selectors._IN_QUEUE["user_id"]
-    values = {"actor_id": people["a"].pk, "pk": examples[1].pk}
+    actor = Actor(user=people["a"])
     with no_seqscan():
-        plan = query.explain(generic=generic, **values)
+        plan = selectors.in_queue_query(actor, examples[1].pk).explain()
     assert "example_validation_queue" not in plan, plan
     assert "annotation_example_pkey" in plan or "example_task_keyset" in plan, plan
-    actor = Actor(user=people["a"])
     assert selectors.example_for_validation(task, examples[1].pk, actor) == examples[1]
     assert (
         selectors.example_for_validation(task, examples[1].pk, Actor(user=people["writer"])) is None
@@ -228,10 +209,12 @@ def test_the_validate_posts_lookup_reads_one_example_by_its_key(setup, people, g
 
 # -- settling and counters ----------
 def round_stats(task):
+    flush_counters()
     return RoundStats.objects.get(round__task=task)
 
 
 def writer_stats(task, writer):
+    flush_counters()
     return WorkerStats.objects.get(round__task=task, user=writer)
 
 
@@ -299,7 +282,7 @@ def test_threshold_of_one(setup, people):
 def test_owner_verdict_settles_at_once(setup, people, owner):
     task, context = setup
     example = make_example(task, context, people["writer"], model_wrong=True)
-    services.validation_submit(example_id=example.pk, actor=Actor(user=owner), label="correct")
+    validation_submit(example_id=example.pk, actor=Actor(user=owner), label="correct")
     example.refresh_from_db()
     assert example.validation_state == ValidationState.CORRECT and example.settled_by_owner
     assert round_stats(task).verified_fooled == 1
@@ -311,15 +294,15 @@ def test_owner_overrides_a_consensus_and_counters_move_once(setup, people, owner
     for name in ("a", "b", "c"):
         validate(example, people[name], "correct")
     assert round_stats(task).verified_fooled == 1
-    services.owner_review_submit(example_id=example.pk, user=owner, label="incorrect")
+    owner_review_submit(example_id=example.pk, user=owner, label="incorrect")
     example.refresh_from_db()
     assert example.validation_state == ValidationState.INCORRECT and example.settled_by_owner
     assert (round_stats(task).verified_fooled, round_stats(task).validated) == (0, 1)
     assert writer_stats(task, people["writer"]).rejected == 1
     # The same verdict again moves nothing; a change moves the counters back once.
-    services.owner_review_submit(example_id=example.pk, user=owner, label="incorrect")
+    owner_review_submit(example_id=example.pk, user=owner, label="incorrect")
     assert writer_stats(task, people["writer"]).rejected == 1
-    services.owner_review_submit(example_id=example.pk, user=owner, label="correct")
+    owner_review_submit(example_id=example.pk, user=owner, label="correct")
     example.refresh_from_db()
     assert (example.correct_count, example.incorrect_count) == (4, 0)
     assert (round_stats(task).verified_fooled, writer_stats(task, people["writer"]).rejected) == (
@@ -336,8 +319,9 @@ def test_cached_counters_equal_the_recomputed_ones(setup, people, owner):
         for example in examples[:2]:
             with contextlib.suppress(Conflict):
                 validate(example, people[name], "correct" if name != "d" else "incorrect")
-    services.owner_review_submit(example_id=examples[1].pk, user=owner, label="flagged")
+    owner_review_submit(example_id=examples[1].pk, user=owner, label="flagged")
     services.example_retract(examples[2], Actor(user=people["writer"]))
+    flush_counters()
     cached_round = list(RoundStats.objects.filter(round__task=task).values())
     cached_workers = sorted(
         WorkerStats.objects.filter(task=task).values(
@@ -351,7 +335,7 @@ def test_cached_counters_equal_the_recomputed_ones(setup, people, owner):
         ),
         key=lambda row: row["user_id"],
     )
-    stats.stats_recompute(task)
+    stats_recompute(task)
     assert [
         {k: v for k, v in row.items() if k != "id"}
         for row in RoundStats.objects.filter(round__task=task).values()
@@ -458,19 +442,17 @@ def test_validate_query_counts_are_fixed(client, setup, people, django_assert_ma
 
 
 def test_validate_post_takes_a_fixed_number_of_queries(
-    client, setup, people, django_assert_num_queries
+    client, setup, people, django_assert_max_num_queries
 ):
-    """The steady-state POST: one statement for the user, the task (with the viewer's
-    ownership) and the example still in the queue (the form needs its config), then the
-    transaction: the example locked with whether this validator saw it already, and one
-    statement for the validation, the example's counters and the validator's counter row."""
+    """The steady-state POST: the user, the example still in the queue (the form needs its
+    config), then the transaction: the example locked with whether this validator saw it
+    already, the validation, the example's counters and state, and the transaction's two
+    ends. The stats' counters go to Redis."""
     task, context = setup
     first, second = (make_example(task, context, people["writer"], model_wrong=True) for _ in "12")
     client.force_login(people["a"])
     client.post("/tasks/sentiment/validate", {"example_id": first.pk, "label": "correct"})
-    # The 3 above, and the transaction's two ends; elsewhere (SQLite) the last statement is
-    # three: 7.
-    with django_assert_num_queries(5 if connection.vendor == "postgresql" else 7):
+    with django_assert_max_num_queries(7):
         response = client.post(
             "/tasks/sentiment/validate", {"example_id": second.pk, "label": "correct"}
         )
@@ -494,7 +476,7 @@ def test_an_example_of_another_task_is_not_found_through_this_task(setup, people
     example = make_example(task, context, people["writer"], model_wrong=True)
     other = TaskFactory(code="other", config_name="sentiment")
     with pytest.raises(NotFound):
-        services.validation_submit(
+        validation_submit(
             example_id=example.pk, actor=Actor(user=people["a"]), label="correct", task=other
         )
     assert Validation.objects.count() == 0
@@ -510,9 +492,9 @@ def test_review_queue_filters_by_flags_and_disagreement(setup, people, owner):
     validate(flagged, people["b"], "flagged")
     validate(disputed, people["a"], "correct")
     validate(disputed, people["b"], "incorrect")
-    assert [e.pk for e in selectors.review_queue(task, min_flags=2)] == [flagged.pk]
-    assert [e.pk for e in selectors.review_queue(task, disagreement=True)] == [disputed.pk]
-    assert {e.pk for e in selectors.review_queue(task)} == {flagged.pk, disputed.pk, quiet.pk}
+    assert [e.pk for e in review_queue(task, min_flags=2)] == [flagged.pk]
+    assert [e.pk for e in review_queue(task, disagreement=True)] == [disputed.pk]
+    assert {e.pk for e in review_queue(task)} == {flagged.pk, disputed.pk, quiet.pk}
 
 
 def test_review_page_is_for_owners_and_their_verdict_is_final(client, setup, people, owner):

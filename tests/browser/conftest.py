@@ -6,7 +6,7 @@
 - ``browser_context`` / ``page``: a fresh context per test; ``login(context, user)`` copies a
   Django session cookie into it (no password typing, no rate limiting).
 - ``shot(page, name)``: a screenshot per step under ``test-artifacts/browser/<test>/``.
-- ``live_worker``: the ``live`` RQ queue run by a ``LiveWorker`` thread, as in production.
+- ``live_worker``: the ``live`` RQ queue run by a SimpleWorker thread, as in production.
 
 Use pytest-django's ``live_server`` for the site. Playwright's sync API runs an event loop
 in this thread, so Django's async-safety check is relaxed for these tests only.

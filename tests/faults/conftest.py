@@ -167,14 +167,13 @@ def put_model_in_loop(live_task, url: str, read_timeout: float = 2.0):
 
 
 def run_live_worker() -> float:
-    """Run the ``live`` queue's jobs with its worker (``LiveWorker``) in burst mode; return
-    seconds."""
+    """Run the ``live`` queue's jobs with its worker (RQ's SimpleWorker) in burst mode;
+    return seconds."""
     import django_rq
-
-    from models_hub.jobs import LiveWorker
+    from rq.worker import SimpleWorker
 
     started = time.monotonic()
-    worker = django_rq.get_worker("live", worker_class=LiveWorker)
+    worker = django_rq.get_worker("live", worker_class=SimpleWorker)
     worker.work(burst=True, logging_level="WARNING", with_scheduler=False)
     return time.monotonic() - started
 
@@ -230,7 +229,7 @@ class WorkerProcess:
         env.update(
             DJANGO_SETTINGS_MODULE="dynatask_site.settings.test",
             DATABASE_URL=_database_url(),
-            REDIS_URL=settings.RQ_QUEUES[self.queues[0]]["URL"],
+            REDIS_URL=settings.RQ_QUEUES[self.queues[0]].get("URL", settings.REDIS_URL),
             PYTHONUNBUFFERED="1",
         )
         env.update(self.env)
@@ -273,6 +272,35 @@ class WorkerProcess:
         if self.log is not None:
             self.log.close()
             self.log = None
+
+
+class CronProcess(WorkerProcess):
+    """``manage.py run_cron``: the periodic jobs (the live watchdog, the counters' flush)."""
+
+    def __init__(self, log_path: Path, env: dict[str, str] | None = None):
+        super().__init__(log_path, queues=("live",), env=env)
+
+    def start(self) -> CronProcess:
+        from django.conf import settings
+
+        env = dict(os.environ)
+        env.update(
+            DJANGO_SETTINGS_MODULE="dynatask_site.settings.test",
+            DATABASE_URL=_database_url(),
+            REDIS_URL=settings.RQ_QUEUES["live"].get("URL", settings.REDIS_URL),
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(self.env)
+        self.log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "run_cron"],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
 
 
 def wait_for(predicate, seconds: float, what: str, log_path: Path | None = None):

@@ -17,6 +17,7 @@ from rq.registry import FinishedJobRegistry
 
 from annotation.models import Example, ExampleStatus
 from tests.faults.conftest import (
+    CronProcess,
     WorkerProcess,
     free_port,
     put_model_in_loop,
@@ -109,48 +110,82 @@ def test_model_server_killed_during_collection_loses_nothing_and_recovers(live_t
     assert not Example.objects.filter(task=task).exclude(status=ExampleStatus.MODEL_ANSWERED)
 
 
-def test_live_worker_killed_while_its_drain_waits_loses_nothing_and_recovers(collecting, tmp_path):
-    """A long-running live worker: its drain holds the flag while it waits for the next
-    example. kill -9 it there: the example that arrives next joins the list with no drain
-    queued. Once the hold lapses, the waiting page's status poll queues a drain, and a new
-    worker answers it."""
-    from annotation import jobs
+class SlowOnceHandler:
+    """The demo sentiment model, taking ``seconds`` over its first batch only."""
 
-    task, context, client = collecting
-    log_path = tmp_path / "live-worker.log"
-    worker = WorkerProcess(
-        log_path,
-        queues=("live",),
-        worker_class="models_hub.jobs.LiveWorker",
-        env={"ANNOTATION_LIVE_LINGER_SECONDS": "60"},
-    ).start()
-    connection = django_rq.get_connection("live")
+    def __init__(self, seconds: float):
+        from models_hub.demo.sentiment import SentimentHandler
+
+        self.inner = SentimentHandler()
+        self.seconds = seconds
+        self.calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def predict(self, batch):
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(self.seconds)
+        return self.inner.predict(batch)
+
+
+def _claimed(connection) -> bool:
+    from annotation.live.drain import DRAINS_KEY, claimed_key
+
+    return any(
+        connection.llen(claimed_key(token.decode())) for token in connection.smembers(DRAINS_KEY)
+    )
+
+
+def test_examples_of_a_worker_killed_mid_batch_are_answered_within_30s_with_no_request(
+    live_task, tmp_path
+):
+    """kill -9 a long-running live worker while its drain waits for the model. With no page
+    polling, the periodic check (``run_cron``) gives the dead drain's claim back once its lease
+    lapses, and the next worker answers it: within 30 s, and nothing is lost."""
+    from tests.annotation.conftest import ServerHandle
+
+    handle = ServerHandle(SlowOnceHandler(seconds=5))
     try:
-        submit(client, task, context, "First, to a live worker.")
-        first = Example.objects.get(task=task)
-        answered = jobs.wait_for_live_answer(jobs.live_job_id(first.pk, 1), 60)
-        assert answered, log_path.read_text(errors="replace")[-3000:]
-        # The drain waits for more, holding the flag with its token.
-        held = wait_for(lambda: connection.get(jobs.DRAIN_QUEUED_KEY), 5, "the drain's hold")
-        assert held != b"1"
-        worker.kill()
+        put_model_in_loop(live_task, handle.url, read_timeout=10.0)
+        task, context = live_task["task"], live_task["context"]
+        client = _client(live_task["worker"])
+        connection = django_rq.get_connection("live")
+        first = WorkerProcess(tmp_path / "first.log", queues=("live",), worker_class=SIMPLE)
+        first.start()
+        try:
+            response, _ = submit(client, task, context, "Claimed by a worker that dies.")
+            assert response.status_code == 200
+            wait_for(lambda: _claimed(connection), 20, "the drain's claim", first.log_path)
+            first.kill()
+        finally:
+            first.stop()
+        killed_at = time.monotonic()
+        example = Example.objects.get(task=task)
+        assert example.status == ExampleStatus.AWAITING_MODEL
+        second = WorkerProcess(tmp_path / "second.log", queues=("live",), worker_class=SIMPLE)
+        cron = CronProcess(tmp_path / "cron.log").start()
+        second.start()
+        try:
+            wait_for(
+                lambda: Example.objects.filter(
+                    pk=example.pk, status=ExampleStatus.MODEL_ANSWERED
+                ).exists(),
+                30,
+                "the answer after the worker died",
+                second.log_path,
+            )
+        finally:
+            second.stop()
+            cron.stop()
+        assert time.monotonic() - killed_at < 30
+        assert Example.objects.filter(task=task).count() == 1
     finally:
-        worker.stop()
+        handle.stop()
 
-    response, _seconds = submit(client, task, context, "Second, the worker is dead.")
-    assert response.status_code == 200
-    second = Example.objects.exclude(pk=first.pk).get(task=task)
-    assert second.status == ExampleStatus.AWAITING_MODEL
-    assert connection.llen(jobs.PENDING_KEY) == 1
-    assert django_rq.get_queue("live").count == 0  # the dead drain's hold: no job queued
-    time.sleep(jobs.DRAIN_HOLD_MS / 1000 + 0.2)
-    status = client.get(f"/tasks/{task.code}/examples/{second.pk}/status")
-    assert status.status_code == 200
-    assert django_rq.get_queue("live").count == 1
-    run_live_worker()
-    second.refresh_from_db()
-    assert second.status == ExampleStatus.MODEL_ANSWERED
-    assert Example.objects.filter(task=task).count() == 2
+
+SIMPLE = "rq.worker.SimpleWorker"
 
 
 def _redis_server_binary() -> str | None:
@@ -283,3 +318,46 @@ def test_a_sandbox_question_with_redis_down_gets_a_message_not_an_error(collecti
     status = client.get(f"/tasks/{task.code}/sandbox/0123abcd-dead-beef/status")
     assert status.status_code == 200
     assert "job queue is not reachable" in status.content.decode()
+
+
+def test_a_live_worker_survives_a_redis_restart_and_answers_what_comes_after(
+    collecting, private_redis, tmp_path
+):
+    """A long-running live worker and the cron process, Redis killed and started again (no
+    persistence: every key is gone). The same worker process answers the examples written
+    after the restart, and never quits; an example written while Redis was down is saved and
+    answered once the worker asks again."""
+    task, context, client = collecting
+    log_path = tmp_path / "live-worker.log"
+    worker = WorkerProcess(log_path, queues=("live",), worker_class=SIMPLE).start()
+    cron = CronProcess(tmp_path / "cron.log").start()
+
+    def answered(text: str) -> bool:
+        return Example.objects.filter(
+            task=task, input__statement=text, status=ExampleStatus.MODEL_ANSWERED
+        ).exists()
+
+    try:
+        submit(client, task, context, "Before the restart.")
+        wait_for(lambda: answered("Before the restart."), 20, "the first answer", log_path)
+
+        private_redis.kill()
+        response, _ = submit(client, task, context, "While Redis is down.")
+        assert response.status_code == 200
+        time.sleep(2)
+        private_redis.start()
+
+        submit(client, task, context, "After the restart.")
+        wait_for(lambda: answered("After the restart."), 30, "the answer after", log_path)
+        stranded = Example.objects.get(task=task, input__statement="While Redis is down.")
+        assert stranded.status == ExampleStatus.MODEL_FAILED
+        retry = client.post(f"/tasks/{task.code}/examples/{stranded.pk}/retry")
+        assert retry.status_code in (200, 302)
+        wait_for(lambda: answered("While Redis is down."), 30, "the retried answer", log_path)
+        assert worker.process.poll() is None, log_path.read_text(errors="replace")[-3000:]
+    finally:
+        worker.stop()
+        cron.stop()
+    log = log_path.read_text(errors="replace")
+    assert "quitting" not in log, log[-3000:]
+    assert Example.objects.filter(task=task).count() == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.export import example_export_lines
-from annotation.stats import round_by_number
+from annotation.stats.summaries import round_by_number
 from tasks.errors import ServiceError
 from tasks.models import Task
 

@@ -1,4 +1,4 @@
-"""Run RQ's cron scheduler with the periodic jobs of the models hub (health checks)."""
+"""Run RQ's cron scheduler with the platform's periodic jobs (``settings.PERIODIC_JOBS``)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,14 @@ from models_hub import jobs
 
 class Command(BaseCommand):
     help = (
-        "Enqueue the periodic model health checks every MODELS_HUB_HEALTH_INTERVAL seconds "
-        "(RQ's CronScheduler; the jobs run on the 'default' queue's workers)."
+        "Enqueue the periodic jobs of settings.PERIODIC_JOBS (model health checks, the stats "
+        "counters' flush, the live loop's check) at their intervals, with RQ's CronScheduler."
     )
 
-    def add_arguments(self, parser):
-        parser.add_argument(
-            "--interval", type=int, default=None, help="Seconds between health checks."
-        )
-
     def handle(self, *args, **options):
-        scheduler = jobs.cron_scheduler(interval=options["interval"])
-        interval = scheduler.get_jobs()[0].interval
-        self.stdout.write(f"health checks of every model every {interval}s (Ctrl-C stops)")
+        scheduler = jobs.cron_scheduler()
+        for job in scheduler.get_jobs():
+            self.stdout.write(f"{job.func_name} on {job.queue_name} every {job.interval}s")
+        self.stdout.write("running (Ctrl-C stops)")
         # Blocks until SIGINT/SIGTERM; RQ registers the scheduler in Redis for monitoring.
         scheduler.start()

@@ -1,0 +1,185 @@
+"""The create page: a context, the goal and the form; on submit the example is saved, the
+model in the loop answers, and the page shows its verdict with the next example's form."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation.actors import campaign_quota_reached, campaign_record_time
+from annotation.forms import CreateForm, output_items, time_spent_ms
+from annotation.live import sandbox as sandbox_questions
+from annotation.live.queue import live_job_id, wait_for_live_answer
+from annotation.models import Campaign, ExampleStatus
+from annotation.selectors.examples import example_model_answer
+from annotation.selectors.tasks import (
+    bundle_for_actor,
+    context_get,
+    context_sample,
+    round_for_actor,
+)
+from annotation.services.answers import model_inputs, normalise_input, verdict_for
+from annotation.services.examples import context_mark_served, example_submit
+from annotation.services.guards import InvalidInput
+from annotation.views import pages
+from annotation.views.access import (
+    annotation_view,
+    campaign_done_url,
+    poll_wait_seconds,
+    require_campaign_kind,
+    sync_wait_seconds,
+)
+from tasks.config.values import check_worker_input
+
+
+@require_http_methods(["GET", "POST"])
+@annotation_view
+def create(request, code: str):
+    actor = request.actor
+    bundle = bundle_for_actor(code, actor)
+    require_campaign_kind(actor, Campaign.Kind.CREATE)
+    if actor.is_campaign and campaign_quota_reached(actor):
+        return redirect(campaign_done_url(bundle.task))
+    round_ = round_for_actor(bundle, actor)
+    if round_ is None:
+        return render(request, "annotation/error.html", {"message": "No round is open."})
+    if request.method == "POST":
+        return _submit(request, bundle, round_)
+    task, config = bundle.task, bundle.config
+    last = pages.last_input(request, task)
+    context, retained = None, None
+    if pages.prefs(request, task).get("retain") and last and "next" not in request.GET:
+        context = context_get(round_, last.get("context_id"))
+        if context is not None or not config.context:
+            retained = last
+    if context is None and config.context:
+        context = context_sample(round_, task.context_sampling, task.context_sampling_tag)
+        if context is not None:
+            context_mark_served(context)
+    form, goal_label = pages.new_form(request, task, config, context, retained=retained)
+    return pages.create_page(request, task, round_, config, context, form, goal_label=goal_label)
+
+
+def _submit(request, bundle, round_):
+    task, config, actor = bundle.task, bundle.config, request.actor
+    form = CreateForm(request.POST, config=config)
+    context = context_get(round_, request.POST.get("context_id"))
+    goal_label = request.POST.get(config.goal_field.name, "") if config.goal_field else ""
+    page = {"goal_label": goal_label}
+    if not form.is_valid():
+        return pages.create_page(request, task, round_, config, context, form, status=400, **page)
+    data = form.config_values()
+    retain = form.cleaned_data.get("retain_input", False)
+    pages.set_pref(request, task, retain=retain)
+    if form.cleaned_data.get("sandbox"):
+        return _sandbox(request, bundle, round_, context, form, data, goal_label)
+    try:
+        example = example_submit(
+            task=task,
+            round_=round_,
+            actor=actor,
+            context=context,
+            data=data,
+            goal_label=goal_label,
+            time_spent_ms=time_spent_ms(form.cleaned_data.get("started_at")),
+            model=bundle.pick_model(round_),
+        )
+    except InvalidInput as error:
+        form.add_issues(error.details.get("issues", []))
+        return pages.create_page(request, task, round_, config, context, form, status=400, **page)
+    if retain:
+        pages.remember_input(request, task, context.pk if context else None, data, goal_label)
+    else:
+        pages.forget_input(request, task)
+    quota_reached = False
+    if actor.is_campaign:
+        campaign_record_time(actor, example.time_spent_ms or 0)
+        quota_reached = campaign_quota_reached(actor)
+    next_form = None
+    if not quota_reached:
+        # The verdict page carries the next example's form on the same context: a worker
+        # writes several examples against one context until the model is fooled.
+        retained = {"input": data, "goal_label": goal_label} if retain else None
+        form, next_goal = pages.new_form(request, task, config, context, retained=retained)
+        next_form = pages.form_part(task, config, context, form, next_goal)
+    if example.status == ExampleStatus.AWAITING_MODEL:
+        _wait_for_answer(example)
+    return pages.example_page(
+        request, task, example, from_post=True, quota_reached=quota_reached, next_form=next_form
+    )
+
+
+def _wait_for_answer(example) -> None:
+    """Wait a moment for the model's answer and set what it stored on ``example``."""
+    answer = wait_for_live_answer(
+        live_job_id(example.pk, example.model_attempts), sync_wait_seconds()
+    )
+    if answer == {}:  # it ended without saying what it stored: read the row
+        answer = example_model_answer(example.pk)
+    for name, value in (answer or {}).items():
+        setattr(example, name, value)
+
+
+def _sandbox(request, bundle, round_, context, form, data, goal_label):
+    """Ask the model about the input without storing anything; show its answer."""
+    task, config = bundle.task, bundle.config
+    context_data = context.data if context else {}
+    issues = check_worker_input(config, normalise_input(config, data), context_data)
+    if issues:
+        form.add_issues(issues)
+        return pages.create_page(
+            request, task, round_, config, context, form, goal_label=goal_label, status=400
+        )
+    model = bundle.pick_model(round_)
+    sandbox: dict = {"data": data}
+    if model is None:
+        sandbox["message"] = "No model is in the loop of this round."
+    else:
+        inputs = model_inputs(config, data, context_data, uid="sandbox")
+        job_id = sandbox_questions.enqueue_sandbox_prediction(model, inputs, request.actor.key)
+        if job_id is None:
+            sandbox["message"] = sandbox_questions.SANDBOX_QUEUE_UNAVAILABLE_MESSAGE
+        else:
+            sandbox_questions.wait_for_sandbox(job_id, request.actor.key, sync_wait_seconds())
+            sandbox.update(_sandbox_view(task, config, data, job_id, request.actor))
+    form = CreateForm(request.POST, config=config)
+    form.is_valid()
+    return pages.create_page(
+        request, task, round_, config, context, form, goal_label=goal_label, sandbox=sandbox
+    )
+
+
+def _sandbox_view(task, config, data, job_id, actor) -> dict:
+    result = sandbox_questions.sandbox_result(job_id, actor.key)
+    view = {"job_id": job_id, "pending": result is None}
+    if result is not None and result.get("ok"):
+        output = result.get("output") or {}
+        view.update(
+            {
+                "outputs": output_items(config, output),
+                "model_wrong": verdict_for(config, data, output),
+                "ask_user": config.model_wrong_metric.type == "ask_user",
+            }
+        )
+    elif result is not None:
+        view["error"] = result.get("message") or "The model could not answer."
+    view["status_url"] = reverse("annotation:sandbox_status", args=[task.code, job_id])
+    return view
+
+
+@require_GET
+@annotation_view
+def sandbox_status(request, code: str, job_id: str):
+    bundle = bundle_for_actor(code, request.actor)
+    if not job_id.replace("-", "").isalnum():
+        raise Http404
+    # Only the worker who asked reads the answer (NotFound otherwise), checked before waiting.
+    sandbox_questions.wait_for_sandbox(job_id, request.actor.key, poll_wait_seconds())
+    # The sandbox keeps nothing: the inputs come back from the page for the verdict.
+    sandbox = _sandbox_view(bundle.task, bundle.config, {}, job_id, request.actor)
+    sandbox["hide_verdict"] = True
+    return render(
+        request, "annotation/_sandbox_result.html", {"task": bundle.task, "sandbox": sandbox}
+    )

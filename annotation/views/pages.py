@@ -1,0 +1,234 @@
+"""What the annotation templates show: the create form, one example's page and status
+part, and the validate page. Plain dictionaries built from the rows the views read."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.forms import (
+    CreateForm,
+    MetadataForm,
+    blank_create_html,
+    blank_metadata_html,
+    blank_validate_html,
+    context_items,
+    goal_text,
+    input_items,
+    output_items,
+)
+from annotation.models import ExampleStatus
+from annotation.views.access import campaign_done_url, slow_model_seconds
+
+PREFS_KEY = "annotation_prefs"
+LAST_KEY = "annotation_last"
+
+
+# -- the worker's preferences and retained input, in the session ----------
+def prefs(request, task) -> dict:
+    return request.session.get(PREFS_KEY, {}).get(task.code, {})
+
+
+def set_pref(request, task, **values) -> None:
+    all_prefs = dict(request.session.get(PREFS_KEY, {}))
+    current = dict(all_prefs.get(task.code, {}))
+    if all(current.get(key) == value for key, value in values.items()):
+        return
+    current.update(values)
+    all_prefs[task.code] = current
+    request.session[PREFS_KEY] = all_prefs
+
+
+def remember_input(request, task, context_id, data, goal_label) -> None:
+    last = dict(request.session.get(LAST_KEY, {}))
+    last[task.code] = {"context_id": context_id, "input": data, "goal_label": goal_label}
+    request.session[LAST_KEY] = last
+
+
+def forget_input(request, task) -> None:
+    last = request.session.get(LAST_KEY, {})
+    if task.code in last:
+        last = dict(last)
+        del last[task.code]
+        request.session[LAST_KEY] = last
+
+
+def last_input(request, task) -> dict | None:
+    return request.session.get(LAST_KEY, {}).get(task.code)
+
+
+# -- the create form ----------
+@dataclass(frozen=True)
+class BlankForm:
+    """A new example's form with nothing filled in: its HTML is laid out once per config
+    version, goal and retain switch (``blank_create_html``)."""
+
+    retain: bool
+
+
+def new_form(request, task, config, context, *, retained: dict | None = None):
+    """(form, goal label) of a new example on ``context``: a ``BlankForm``, or a form with the
+    retained input and goal when the worker keeps their input (``retained``)."""
+    initial: dict = dict((retained or {}).get("input") or {})
+    goal_label = (retained or {}).get("goal_label", "")
+    goal = config.goal_field
+    if goal is not None and goal_label not in goal.labels:
+        goal_label = random.choice(goal.labels)  # noqa: S311
+    retain = bool(prefs(request, task).get("retain", False))
+    if not any(initial.get(spec.name) for spec in config.input):
+        return BlankForm(retain=retain), goal_label
+    initial.update({"context_id": context.pk if context else None, "retain_input": retain})
+    return CreateForm(config=config, goal_label=goal_label, initial=initial), goal_label
+
+
+def form_part(task, config, context, form, goal_label: str) -> dict:
+    """What ``_create_form.html`` shows: the goal and the create form."""
+    blank = isinstance(form, BlankForm)
+    part = {
+        "task": task,
+        "config": config,
+        "form": None if blank else form,
+        "goal_label": goal_label,
+        "goal_text": goal_text(config, goal_label),
+        "needs_context": bool(config.context),
+    }
+    if blank:
+        version = task.current_config
+        part["form_html"] = blank_create_html(
+            (task.code, version.pk, version.yaml_text),
+            config,
+            goal_label=goal_label,
+            retain=form.retain,
+            context_id=context.pk if context else None,
+            template_context=part,
+        )
+    return part
+
+
+def create_page(
+    request, task, round_, config, context, form, *, goal_label="", status=200, **extra
+):
+    page = {
+        "round": round_,
+        "context": context,
+        "context_items": context_items(config, context.data if context else None),
+        **form_part(task, config, context, form, goal_label),
+        **extra,
+    }
+    return render(request, "annotation/create.html", page, status=status)
+
+
+# -- one example ----------
+EXAMPLE_URL_VIEWS = {
+    "page": "annotation:example",
+    "status": "annotation:example_status",
+    "retry": "annotation:example_retry",
+    "verdict": "annotation:example_verdict",
+    "metadata": "annotation:example_metadata",
+    "retract": "annotation:example_retract",
+    "flag": "annotation:example_flag",
+}
+
+
+def example_context(task, example, *, metadata_form=None, quota_reached=False) -> dict:
+    """What the example's status part shows: its answer, verdict, metadata form, actions."""
+    config = example.config_version.parsed
+    stale = (
+        example.status == ExampleStatus.AWAITING_MODEL
+        and (timezone.now() - example.updated_at).total_seconds() >= slow_model_seconds()
+    )
+    metadata_fields = config.create_metadata_fields(example.model_wrong)
+    metadata_html = None
+    if metadata_form is None and metadata_fields:
+        if example.metadata:
+            metadata_form = MetadataForm(
+                specs=metadata_fields, initial=example.metadata, prefix="metadata"
+            )
+        else:  # the blank form of every new example: rendered once per config and outcome
+            metadata_html = blank_metadata_html(
+                (example.config_version_id, example.config_version.yaml_text, example.model_wrong),
+                metadata_fields,
+            )
+    ask_user = (
+        config.model_wrong_metric.type == "ask_user"
+        and example.status == ExampleStatus.MODEL_ANSWERED
+        and example.model_wrong is None
+    )
+    next_url = (
+        campaign_done_url(task)
+        if quota_reached
+        else reverse("annotation:create", args=[task.code]) + "?next=1"
+    )
+    return {
+        "task": task,
+        "example": example,
+        "example_urls": {
+            name: reverse(view, args=[task.code, example.pk])
+            for name, view in EXAMPLE_URL_VIEWS.items()
+        },
+        "config": config,
+        "outputs": output_items(config, example.model_output),
+        "inputs": input_items(config, example.input),
+        "ask_user": ask_user,
+        "show_metadata": example.status in (ExampleStatus.MODEL_ANSWERED, ExampleStatus.NO_MODEL)
+        and not ask_user
+        and not example.retracted,
+        "metadata_form": metadata_form,
+        "metadata_html": metadata_html,
+        "stale": stale,
+        "next_url": next_url,
+        "quota_reached": quota_reached,
+    }
+
+
+def example_page(request, task, example, *, from_post=False, quota_reached=False, next_form=None):
+    page = example_context(task, example, quota_reached=quota_reached)
+    page.update(
+        {
+            "from_post": from_post,
+            "next_form": next_form,
+            "context_items": context_items(
+                page["config"], example.context.data if example.context else None
+            ),
+            "goal_label": example.goal_label,
+        }
+    )
+    return render(request, "annotation/example.html", page)
+
+
+def status_part(request, task, example, *, status=200, extra=None, **kwargs):
+    """The example's status part alone (htmx), with ``extra`` on top of its context."""
+    page = example_context(task, example, **kwargs) | (extra or {})
+    return render(request, "annotation/_example_status.html", page, status=status)
+
+
+# -- the validate page ----------
+def validate_page(request, task, example, form, status=200):
+    page = {"task": task, "config": task.config, "example": example, "form": form}
+    if example is not None:
+        example_config = example.config_version.parsed
+        if not form.is_bound:
+            version = example.config_version
+            page["form_html"] = blank_validate_html(
+                (version.pk, version.yaml_text), example_config, example_id=example.pk
+            )
+        page.update(
+            {
+                "example_config": example_config,
+                "context_items": context_items(
+                    example_config, example.context.data if example.context else None
+                ),
+                "inputs": input_items(example_config, example.input),
+                "outputs": output_items(example_config, example.model_output),
+                "create_metadata": [
+                    {"spec": spec, "value": example.metadata.get(spec.name)}
+                    for spec in example_config.metadata_create
+                    if spec.name in (example.metadata or {})
+                ],
+            }
+        )
+    return render(request, "annotation/validate.html", page, status=status)
