@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from annotation.forms import (
@@ -20,9 +18,7 @@ from tasks import services as task_services
 from tasks.config import parse_task_config
 from tasks.config.types import FieldType
 from tests.factories import UserFactory, demo_config
-
-DYNABENCH = Path("/work/shared/task_configs/dynabench")
-SIX = ["nli", "qa", "sentiment", "hs", "vqa", "flores"]
+from tests.tasks.config.samples import supported_params
 
 
 def test_every_field_type_has_a_builder():
@@ -96,18 +92,13 @@ def test_started_at_is_signed():
     assert time_spent_ms(None) is None
 
 
-def _dynabench_yaml(name: str) -> str:
-    matches = sorted(DYNABENCH.glob(f"{name}_*.yaml")) or sorted(DYNABENCH.glob(f"{name}*.yaml"))
-    assert matches, name
-    return matches[0].read_text()
-
-
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", SIX)
-def test_admin_preview_renders_every_dynabench_config(client, name):
+@pytest.mark.parametrize("sample", supported_params())
+def test_admin_preview_renders_every_config(client, sample):
+    name = sample.name
     owner = UserFactory(username=f"owner-{name}", is_staff=True)
     task = task_services.task_create(
-        code=f"db-{name}", name=name, yaml_text=_dynabench_yaml(name), owners=[owner]
+        code=f"db-{name}", name=name, yaml_text=sample.text(), owners=[owner]
     )
     client.force_login(owner)
     response = client.get(f"/admin/annotation/example/{task.pk}/preview/")
@@ -135,16 +126,17 @@ def test_task_change_form_links_the_preview(client, task, owner):
     assert f"/admin/annotation/example/{task.pk}/preview/" in response.content.decode()
 
 
-@pytest.mark.parametrize("name", SIX)
+@pytest.mark.parametrize("sample", supported_params())
 @pytest.mark.parametrize(("context_id", "retain"), [(42, False), (None, True)])
-def test_the_cached_blank_create_form_is_the_form_crispy_renders(name, context_id, retain):
+def test_the_cached_blank_create_form_is_the_form_crispy_renders(sample, context_id, retain):
     import re
 
     from crispy_forms.utils import render_crispy_form
 
     from annotation.forms import blank_create_html
 
-    config = parse_task_config((DYNABENCH / f"{name}_task_config.yaml").read_text())
+    name = sample.name
+    config = sample.parse()
     goal = config.goal_field
     goal_label = goal.labels[-1] if goal is not None else ""
     page = {"task": {"code": f"t-{name}"}, "needs_context": bool(config.context)}
@@ -175,15 +167,16 @@ def test_the_cached_blank_create_form_is_the_form_crispy_renders(name, context_i
     assert "dynatask-" not in cached[1]  # no marker is left behind
 
 
-@pytest.mark.parametrize("name", SIX)
-def test_the_cached_blank_validate_form_is_the_form_crispy_renders(name):
+@pytest.mark.parametrize("sample", supported_params())
+def test_the_cached_blank_validate_form_is_the_form_crispy_renders(sample):
     import re
 
     from crispy_forms.utils import render_crispy_form
 
     from annotation.forms import blank_validate_html
 
-    config = parse_task_config((DYNABENCH / f"{name}_task_config.yaml").read_text())
+    name = sample.name
+    config = sample.parse()
     key = (1, name)
     cached = [blank_validate_html(key, config, example_id=example_id) for example_id in (7, 8)]
     direct = render_crispy_form(ValidateForm(config=config, initial={"example_id": 8}))

@@ -1,4 +1,9 @@
-"""Fixtures of the models_hub tests: parsed Dynabench configs and loopback servers."""
+"""Fixtures of the models_hub tests: parsed task configs and loopback servers.
+
+The configs are the project's demo configs (``tasks/demo_data``), whose field names the demo
+models answer to, and the Dynabench examples with the same field names (skipped when ../shared
+is not beside the repository).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import pytest
 from models_hub.client import EndpointSpec, ModelClient
 from models_hub.transport import RetryPolicy
 from tasks.config import parse_task_config
+from tests.factories import demo_config
 from tests.models_hub.servers import (
     HFHandler,
     MisbehavingHandler,
@@ -16,23 +22,29 @@ from tests.models_hub.servers import (
     RecordingServer,
     running,
 )
-from tests.tasks.config.samples import dynabench_text
+from tests.shared_files import dynabench_text, needs_dynabench
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 FAST_RETRY = RetryPolicy(max_attempts=3, backoff_seconds=0.01, backoff_max_seconds=0.02)
 
 
-@pytest.fixture(scope="session")
-def configs():
-    """The Dynabench sentiment, hate-speech, NLI and QA configs, parsed."""
-    return {
-        task: parse_task_config(dynabench_text(task)) for task in ("sentiment", "hs", "nli", "qa")
-    }
+CONFIG_TASKS = ("sentiment", "hs", "nli", "qa")
+
+
+@pytest.fixture(
+    scope="session",
+    params=["demo", pytest.param("dynabench", marks=[needs_dynabench])],
+)
+def configs(request):
+    """The sentiment, hate-speech, NLI and QA configs of one source, parsed, by task."""
+    read = demo_config if request.param == "demo" else dynabench_text
+    return {task: parse_task_config(read(task)) for task in CONFIG_TASKS}
 
 
 @pytest.fixture(scope="session")
-def sentiment_config(configs):
-    return configs["sentiment"]
+def sentiment_config():
+    """The demo sentiment config: the transport tests need one config, not every source."""
+    return parse_task_config(demo_config("sentiment"))
 
 
 @pytest.fixture

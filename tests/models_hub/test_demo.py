@@ -1,4 +1,4 @@
-"""The offline demo models answer config-valid outputs for the Dynabench configs."""
+"""The offline demo models answer config-valid outputs for the demo and Dynabench configs."""
 
 from __future__ import annotations
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -11,10 +9,9 @@ from django.urls import reverse
 from tasks import services
 from tasks.models import Context, ProposalStatus, Round, Task, TaskProposal
 from tests.factories import TaskFactory, UserFactory, demo_config
+from tests.tasks.config.samples import supported_params
 
 pytestmark = pytest.mark.django_db
-
-DYNABENCH = Path(__file__).resolve().parents[3] / "shared" / "task_configs" / "dynabench"
 
 
 def task_form_data(**overrides):
@@ -176,15 +173,16 @@ def test_owner_cannot_decide_proposals(client, owner):
     assert client.post(url, {"reason": "me"}).status_code == 403
 
 
-@pytest.mark.parametrize("name", ["nli", "qa", "sentiment", "hs", "vqa", "flores"])
-def test_dynabench_configs_save_through_the_admin(client, admin_user_obj, name):
+@pytest.mark.parametrize("sample", supported_params())
+def test_configs_save_through_the_admin(client, admin_user_obj, sample):
     client.force_login(admin_user_obj)
-    yaml_text = (DYNABENCH / f"{name}_task_config.yaml").read_text()
+    yaml_text = sample.text()
+    code = sample.name.replace("_", "-")
     response = client.post(
-        reverse("admin:tasks_task_add"), task_form_data(code=name, config_yaml=yaml_text)
+        reverse("admin:tasks_task_add"), task_form_data(code=code, config_yaml=yaml_text)
     )
     assert response.status_code == 302, response.content.decode()[:2000]
-    assert Task.objects.get(code=name).current_config.yaml_text == yaml_text
+    assert Task.objects.get(code=code).current_config.yaml_text == yaml_text
 
 
 def test_config_from_a_browser_textarea_is_stored_with_plain_newlines(client, admin_user_obj):

@@ -4,33 +4,27 @@ from __future__ import annotations
 
 import json
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from tasks.models import Context, Task
 from tests.factories import TaskFactory, UserFactory
+from tests.shared_files import shared_data_dir
+from tests.tasks.config.samples import dynabench, own, param, supported_params
 
 pytestmark = pytest.mark.django_db
 
-DYNABENCH = Path(__file__).resolve().parents[3] / "shared" / "task_configs" / "dynabench"
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
-
-@pytest.mark.parametrize("name", ["nli", "qa", "sentiment", "hs", "vqa", "flores"])
-def test_load_task_loads_each_dynabench_config(name):
+@pytest.mark.parametrize("sample", supported_params())
+def test_load_task_loads_each_config(sample):
     owner = UserFactory(username="loader")
     out = StringIO()
+    code = sample.name.replace("_", "-")
     call_command(
-        "load_task",
-        str(DYNABENCH / f"{name}_task_config.yaml"),
-        code=name,
-        name=name,
-        owner="loader",
-        stdout=out,
+        "load_task", str(sample.path()), code=code, name=sample.name, owner="loader", stdout=out
     )
-    task = Task.objects.get(code=name)
+    task = Task.objects.get(code=code)
     assert task.owners.filter(pk=owner.pk).exists()
     assert task.config is not None
 
@@ -45,17 +39,15 @@ def test_load_task_reports_errors_with_lines(tmp_path):
     assert not Task.objects.filter(code="bad").exists()
 
 
-def test_load_task_rejects_dataperf_with_a_clear_code():
+@pytest.mark.parametrize(
+    "sample", [param(own("training_file_track")), param(dynabench("dataperf_image_labelling"))]
+)
+def test_load_task_rejects_a_training_file_track_with_a_clear_code(sample):
     err = StringIO()
     with pytest.raises(CommandError):
-        call_command(
-            "load_task",
-            str(DYNABENCH / "dataperf_image_labelling_task_config.yaml"),
-            code="dataperf",
-            name="DataPerf",
-            stderr=err,
-        )
-    assert "[config." in err.getvalue()
+        call_command("load_task", str(sample.path()), code="dataperf", name="DataPerf", stderr=err)
+    assert "[config.E016]" in err.getvalue()
+    assert not Task.objects.filter(code="dataperf").exists()
 
 
 def test_import_contexts_command(tmp_path):
@@ -89,9 +81,9 @@ def test_seed_demo_is_idempotent():
     assert "admin" in out.getvalue()
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is not present")
 def test_seed_demo_with_shared_data_loads_real_contexts():
-    call_command("seed_demo", "--no-evaluate", "--shared-data", str(SHARED_DATA), stdout=StringIO())
+    shared_data = shared_data_dir()
+    call_command("seed_demo", "--no-evaluate", "--shared-data", str(shared_data), stdout=StringIO())
     assert Task.objects.get(code="qa").contexts.filter(tag="Super_Bowl_50").exists()
     assert Task.objects.get(code="nli").contexts.filter(tag="anli-r1").count() >= 100
     assert Task.objects.filter(code="mt").exists()

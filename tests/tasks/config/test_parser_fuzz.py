@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +20,7 @@ from tasks.config.values import (
     check_prediction_row,
     check_worker_input,
 )
-from tests.tasks.config.samples import ALL_DYNABENCH_TASKS, dynabench_text
+from tests.tasks.config.samples import ConfigSample, samples, source_params
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -118,11 +120,12 @@ def _mutate(document, path, action, replacement):
     return mutated
 
 
+@pytest.mark.parametrize("source", source_params())
 @FUZZ
 @given(st.data())
-def test_mutated_dynabench_configs_never_crash(data):
-    task = data.draw(st.sampled_from(ALL_DYNABENCH_TASKS))
-    document = yaml.safe_load(dynabench_text(task))
+def test_mutated_configs_never_crash(source, data):
+    sample = data.draw(st.sampled_from(samples(source) + samples(source, rejected=True)))
+    document = yaml.safe_load(sample.text())
     for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
         path = data.draw(st.sampled_from(list(_locations(document))))
         action = data.draw(st.sampled_from(["replace", "drop", "wrap", "duplicate"]))
@@ -146,21 +149,20 @@ JSON_VALUES = st.recursive(
 )
 
 
+@functools.cache
+def _parsed(sample: ConfigSample) -> TaskConfig:
+    return sample.parse()
+
+
+@pytest.mark.parametrize("source", source_params())
 @settings(max_examples=150, deadline=None, database=None)
-@given(
-    st.sampled_from(["nli", "qa", "vqa", "flores", "hs"]),
-    JSON_VALUES
-    | st.dictionaries(
-        st.sampled_from(
-            ["uid", "tags", "input_id", "context", "hypothesis", "label", "prob", "answer",
-             "conf", "question", "image", "statement", "sourceText", "translatedText"]
-        ),
-        JSON_VALUES,
-        max_size=6,
-    ),
-)  # fmt: skip
-def test_value_checks_never_crash(task, value):
-    config = parse_task_config(dynabench_text(task))
+@given(st.data())
+def test_value_checks_never_crash(source, data):
+    config = _parsed(data.draw(st.sampled_from(samples(source))))
+    fields = config.context + config.input + config.output + config.metadata_validate
+    # Keys the checks give meaning to, so that random objects often look like real values.
+    keys = ["uid", "tags", "input_id"] + [spec.name for spec in fields]
+    value = data.draw(JSON_VALUES | st.dictionaries(st.sampled_from(keys), JSON_VALUES, max_size=6))
     for issues in (
         check_context(config, value),
         check_worker_input(config, value, value),

@@ -9,7 +9,7 @@ import pytest
 
 from tasks.config import TaskConfigError, parse_task_config
 from tasks.config.codes import CATALOGUE
-from tests.tasks.config.samples import dynabench_text
+from tests.tasks.config.samples import dynabench, own, param
 
 # A small valid config; each case changes one thing. Line numbers are noted on the right.
 BASE = textwrap.dedent(
@@ -947,8 +947,11 @@ def test_every_problem_is_reported_at_once():
     assert message.startswith("invalid task config: line 1: colour:") and "(+7 more)" in message
 
 
-def test_dataperf_example_reports_both_unsupported_parts():
+@pytest.mark.parametrize(
+    "sample", [param(own("training_file_track")), param(dynabench("dataperf_image_labelling"))]
+)
+def test_a_training_file_track_reports_both_unsupported_parts(sample):
     with pytest.raises(TaskConfigError) as caught:
-        parse_task_config(dynabench_text("dataperf_image_labelling"))
+        sample.parse()
 
     assert caught.value.codes == ["config.E016", "config.E016"]

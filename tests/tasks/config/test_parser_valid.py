@@ -1,4 +1,8 @@
-"""Valid configs: the Dynabench examples load unchanged and answer the right questions."""
+"""Valid configs: our fixtures and the Dynabench examples load and answer the right questions.
+
+Each test runs on one of our fixtures (always) and on the Dynabench config it stands for
+(skipped when ../shared is absent), with the expected answers of each.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +19,20 @@ from tasks.config import (
     Verdict,
     parse_task_config,
 )
-from tests.tasks.config.samples import SUPPORTED_DYNABENCH_TASKS, dynabench_text
+from tests.tasks.config.samples import (
+    OWN,
+    dynabench,
+    own,
+    param,
+    samples,
+    source_params,
+    supported_params,
+)
 
 
-@pytest.mark.parametrize("task", SUPPORTED_DYNABENCH_TASKS)
-def test_dynabench_config_loads_unchanged(task):
-    config = parse_task_config(dynabench_text(task))
+@pytest.mark.parametrize("sample", supported_params())
+def test_config_loads_unchanged(sample):
+    config = sample.parse()
 
     assert isinstance(config, TaskConfig)
     assert config.schema_version == 1
@@ -31,145 +43,323 @@ def test_dynabench_config_loads_unchanged(task):
         assert spec.line is not None and spec.line > 0
 
 
-def test_dataperf_is_rejected_as_not_supported():
+@pytest.mark.parametrize(
+    ("sample", "lines"),
+    [
+        param(own("training_file_track"), (19, 21)),
+        param(dynabench("dataperf_image_labelling"), (23, 24)),
+    ],
+)
+def test_a_training_file_track_is_rejected_as_not_supported(sample, lines):
     with pytest.raises(TaskConfigError) as caught:
-        parse_task_config(dynabench_text("dataperf_image_labelling"))
+        sample.parse()
 
     found = {(issue.code, issue.path, issue.line) for issue in caught.value.issues}
     assert found == {
-        ("config.E016", "perf_metric.type", 23),
-        ("config.E016", "train_file_metric", 24),
+        ("config.E016", "perf_metric.type", lines[0]),
+        ("config.E016", "train_file_metric", lines[1]),
     }
 
 
-def test_nli_fields(load_dynabench):
-    config = load_dynabench("nli")
+@pytest.mark.parametrize("source", source_params())
+def test_every_source_has_a_rejected_sample(source):
+    assert [sample.name for sample in samples(source, rejected=True)]
+    assert len(samples(source)) >= (5 if source == OWN else 6)
 
-    assert config.model_input_names == ("uid", "hypothesis", "context")
-    assert [spec.name for spec in config.target_fields] == ["label"]
-    assert [spec.name for spec in config.worker_input_fields] == ["hypothesis"]
-    assert config.output_names == ("label", "prob")
-    assert config.goal_field is not None and config.goal_field.name == "label"
-    assert config.goal_field.labels == ("entailed", "neutral", "contradictory")
+
+@pytest.mark.parametrize(
+    ("sample", "names"),
+    [
+        param(
+            own("claim_check"),
+            {
+                "context": "passage",
+                "text": "claim",
+                "goal": "verdict",
+                "labels": ("supported", "refuted", "unverifiable"),
+                "prob": "verdict_probs",
+                "placeholder": "Paste a passage of a few sentences...",
+            },
+        ),
+        param(
+            dynabench("nli"),
+            {
+                "context": "context",
+                "text": "hypothesis",
+                "goal": "label",
+                "labels": ("entailed", "neutral", "contradictory"),
+                "prob": "prob",
+                "placeholder": "Enter context...",
+            },
+        ),
+    ],
+)
+def test_classification_fields(sample, names):
+    config = sample.parse()
+
+    assert config.model_input_names == ("uid", names["text"], names["context"])
+    assert [spec.name for spec in config.target_fields] == [names["goal"]]
+    assert [spec.name for spec in config.worker_input_fields] == [names["text"]]
+    assert config.output_names == (names["goal"], names["prob"])
+    assert config.goal_field is not None and config.goal_field.name == names["goal"]
+    assert config.goal_field.labels == names["labels"]
     assert config.model_wrong_metric.type == "exact_match"
-    assert config.model_wrong_metric.reference_names == ("label",)
+    assert config.model_wrong_metric.reference_names == (names["goal"],)
     assert config.delta_metrics == ("fairness", "robustness")
-    assert config.field("context").type == FieldType.STRING
-    assert config.field("context").placeholder == "Enter context..."
+    assert config.field(names["context"]).type == FieldType.STRING
+    assert config.field(names["context"]).placeholder == names["placeholder"]
     assert config.field("nope") is None
 
 
-def test_abbreviated_output_takes_the_input_definition(load_dynabench):
-    config = load_dynabench("nli")
+@pytest.mark.parametrize(
+    ("sample", "labels", "line"),
+    [
+        param(own("claim_check"), ("supported", "refuted", "unverifiable"), 20),
+        param(dynabench("nli"), ("entailed", "neutral", "contradictory"), 66),
+    ],
+)
+def test_abbreviated_output_takes_the_input_definition(sample, labels, line):
+    config = sample.parse()
     label_output, prob_output = config.output
 
-    assert label_output == config.field("label")  # equality ignores the line
+    assert label_output == config.field(label_output.name)  # equality ignores the line
     assert label_output.type == FieldType.MULTICLASS
-    assert label_output.labels == ("entailed", "neutral", "contradictory")
-    assert label_output.line == 66  # the output entry's own line
+    assert label_output.labels == labels
+    assert label_output.line == line  # the output entry's own line
     assert prob_output.type == FieldType.PROB
-    assert prob_output.reference_name == "label"
+    assert prob_output.reference_name == label_output.name
     assert not prob_output.single_prob
 
 
-def test_qa_selection_string_f1_and_single_prob(load_dynabench):
-    config = load_dynabench("qa")
+@pytest.mark.parametrize(
+    ("sample", "names", "threshold", "goal_message"),
+    [
+        param(
+            own("span_answer"),
+            {
+                "question": "query",
+                "context": "article",
+                "answer": "span",
+                "confidence": "confidence",
+            },
+            0.5,
+            "Ask about the article",
+        ),
+        param(
+            dynabench("qa"),
+            {
+                "question": "question",
+                "context": "context",
+                "answer": "answer",
+                "confidence": "conf",
+            },
+            0.4,
+            "enter a question",
+        ),
+    ],
+)
+def test_selection_string_f1_and_single_prob(sample, names, threshold, goal_message):
+    config = sample.parse()
 
-    assert config.model_input_names == ("uid", "question", "context")
+    assert config.model_input_names == ("uid", names["question"], names["context"])
     answer = config.output[0]
-    assert answer.name == "answer"
+    assert answer.name == names["answer"]
     assert answer.type == FieldType.CONTEXT_STRING_SELECTION
-    assert answer.reference_name == "context"
+    assert answer.reference_name == names["context"]
     confidence = config.output[1]
+    assert confidence.name == names["confidence"]
     assert confidence.type == FieldType.PROB and confidence.single_prob
     assert confidence.reference_name is None
     assert config.model_wrong_metric.type == "string_f1"
-    assert config.model_wrong_metric.reference_names == ("answer",)
-    assert config.model_wrong_metric.threshold == pytest.approx(0.4)
-    assert config.goal_message.startswith("enter a question")
+    assert config.model_wrong_metric.reference_names == (names["answer"],)
+    assert config.model_wrong_metric.threshold == pytest.approx(threshold)
+    assert config.goal_message.startswith(goal_message)
     assert config.goal_field is None
-    assert [spec.name for spec in config.gold_fields] == ["answer"]
+    assert [spec.name for spec in config.gold_fields] == [names["answer"]]
 
 
-def test_vqa_has_no_target_and_a_full_output_definition(load_dynabench):
-    config = load_dynabench("vqa")
+@pytest.mark.parametrize(
+    ("sample", "names", "placeholder"),
+    [
+        param(
+            own("picture_question"),
+            {
+                "question": "question",
+                "image": "picture",
+                "display": "the picture",
+                "answer": "reply",
+            },
+            "The model's reply...",
+        ),
+        param(
+            dynabench("vqa"),
+            {"question": "question", "image": "image", "display": "image", "answer": "answer"},
+            "Enter answer...",
+        ),
+    ],
+)
+def test_image_context_without_target_and_a_full_output_definition(sample, names, placeholder):
+    config = sample.parse()
 
-    assert config.model_input_names == ("uid", "question", "image")
+    assert config.model_input_names == ("uid", names["question"], names["image"])
     assert config.target_fields == ()
     assert config.context[0].type == FieldType.IMAGE
-    assert config.context[0].display_name == "image"
+    assert config.context[0].display_name == names["display"]
     answer = config.output[0]
-    assert answer.type == FieldType.STRING and answer.placeholder == "Enter answer..."
+    assert answer.name == names["answer"]
+    assert answer.type == FieldType.STRING and answer.placeholder == placeholder
     assert config.model_wrong_metric.type == "ask_user"
     assert config.perf_metrics[0].type == "vqa_accuracy"
     assert config.delta_metrics == ()
-    assert [spec.name for spec in config.gold_fields] == ["answer"]
+    assert [spec.name for spec in config.gold_fields] == [names["answer"]]
+    yes_no = config.validate_metadata_fields(Verdict.INCORRECT)[0]
+    assert yes_no.type == FieldType.MULTICLASS and yes_no.labels == ("yes", "no")
 
 
-def test_flores_sp_bleu_is_accepted(load_dynabench):
-    config = load_dynabench("flores")
+@pytest.mark.parametrize(
+    ("sample", "model_inputs", "target"),
+    [
+        param(
+            own("translation"),
+            ("uid", "sourceSentence", "fromLanguage", "toLanguage"),
+            "targetSentence",
+        ),
+        param(
+            dynabench("flores"),
+            ("uid", "sourceText", "sourceLanguage", "targetLanguage"),
+            "translatedText",
+        ),
+    ],
+)
+def test_translation_sp_bleu_is_accepted(sample, model_inputs, target):
+    config = sample.parse()
 
-    assert config.model_input_names == ("uid", "sourceText", "sourceLanguage", "targetLanguage")
-    assert [spec.name for spec in config.target_fields] == ["translatedText"]
+    assert config.model_input_names == model_inputs
+    assert [spec.name for spec in config.target_fields] == [target]
     assert config.main_perf_metric.type == "sp_bleu"
     assert config.main_perf_metric.name == "sp_bleu"
+    assert config.model_wrong_metric.type == "ask_user"
     assert config.metadata_create == () and config.metadata_validate == ()
 
 
-def test_hs_content_warning_and_macro_f1(load_dynabench):
-    config = load_dynabench("hs")
+@pytest.mark.parametrize(
+    ("sample", "warning", "labels"),
+    [
+        param(own("toxicity"), "Some posts in this task are abusive.", ("acceptable", "abusive")),
+        param(dynabench("hs"), "This is sensitive content!", ("not-hateful", "hateful")),
+    ],
+)
+def test_content_warning_and_macro_f1(sample, warning, labels):
+    config = sample.parse()
 
-    assert config.content_warning.startswith("This is sensitive content!")
+    assert config.content_warning.startswith(warning)
     assert config.main_perf_metric.type == "macro_f1"
-    assert config.goal_field.labels == ("not-hateful", "hateful")
+    assert config.goal_field.labels == labels
 
 
-def test_sentiment_corrected_label_slip_is_still_valid(load_dynabench):
-    config = load_dynabench("sentiment")
+def test_multilabel_target_and_optional_image_input():
+    config = own("toxicity").parse()
+
+    harm_kinds = config.field("harm_kinds")
+    assert harm_kinds.type == FieldType.MULTILABEL
+    assert harm_kinds.labels == ("insult", "threat", "slur")
+    assert [spec.name for spec in config.target_fields] == ["rating", "harm_kinds"]
+    screenshot = config.field("screenshot")
+    assert screenshot.type == FieldType.IMAGE and screenshot.optional
+    assert config.model_input_names == ("uid", "post", "screenshot", "thread_topic")
+    assert config.model_wrong_metric.reference_names == ("rating", "harm_kinds")
+    assert [metric.name for metric in config.perf_metrics] == ["macro_f1", "accuracy"]
+    assert config.delta_metrics == ("robustness", "fairness")
+
+
+@pytest.mark.parametrize(
+    ("sample", "name", "labels"),
+    [
+        param(own("claim_check"), "better_verdict", ("supported", "refuted", "not_enough_info")),
+        param(dynabench("sentiment"), "corrected_label", ("negative", "positive", "entailed")),
+    ],
+)
+def test_corrected_labels_may_differ_from_the_input_labels(sample, name, labels):
+    config = sample.parse()
 
     corrected = config.validate_metadata_fields(Verdict.INCORRECT)[0]
-    assert corrected.name == "corrected_label"
-    assert corrected.labels == ("negative", "positive", "entailed")
+    assert corrected.name == name
+    assert corrected.labels == labels
+    assert corrected.labels != config.goal_field.labels
 
 
-def test_create_metadata_conditions(load_dynabench):
-    config = load_dynabench("nli")
+@pytest.mark.parametrize(
+    ("sample", "always", "if_fooled", "if_not_fooled", "display_name"),
+    [
+        param(
+            own("claim_check"),
+            "why_it_holds",
+            "why_it_missed",
+            "why_expected_a_miss",
+            "about the model",
+        ),
+        param(
+            dynabench("nli"),
+            "example_explanation",
+            "model_explanation_wrong",
+            "model_explanation_right",
+            "model explanation",
+        ),
+    ],
+)
+def test_create_metadata_conditions(sample, always, if_fooled, if_not_fooled, display_name):
+    config = sample.parse()
 
-    assert [spec.name for spec in config.create_metadata_fields(True)] == [
-        "example_explanation",
-        "model_explanation_wrong",
-    ]
-    assert [spec.name for spec in config.create_metadata_fields(False)] == [
-        "example_explanation",
-        "model_explanation_right",
-    ]
-    assert [spec.name for spec in config.create_metadata_fields(None)] == ["example_explanation"]
+    assert [spec.name for spec in config.create_metadata_fields(True)] == [always, if_fooled]
+    assert [spec.name for spec in config.create_metadata_fields(False)] == [always, if_not_fooled]
+    assert [spec.name for spec in config.create_metadata_fields(None)] == [always]
     wrong = config.metadata_create[2]
-    assert wrong.model_wrong_condition is True and wrong.display_name == "model explanation"
+    assert wrong.model_wrong_condition is True and wrong.display_name == display_name
 
 
-def test_validate_metadata_conditions(load_dynabench):
-    config = load_dynabench("qa")
+@pytest.mark.parametrize(
+    ("sample", "names"),
+    [
+        param(
+            own("span_answer"),
+            ["better_span", "fix_reason", "flag_note", "agreement_note", "trick_guess"],
+        ),
+        param(
+            dynabench("qa"),
+            [
+                "corrected_answer",
+                "target_explanation",
+                "flag_reason",
+                "validator_example_explanation",
+                "validator_model_explanation",
+            ],
+        ),
+    ],
+)
+def test_validate_metadata_conditions(sample, names):
+    config = sample.parse()
+    corrected, explanation, flag, agreement, always = names
 
     assert [spec.name for spec in config.validate_metadata_fields("incorrect")] == [
-        "corrected_answer",
-        "target_explanation",
-        "validator_model_explanation",
+        corrected,
+        explanation,
+        always,
     ]
     assert [spec.name for spec in config.validate_metadata_fields(Verdict.FLAGGED)] == [
-        "flag_reason",
-        "validator_model_explanation",
+        flag,
+        always,
     ]
     assert [spec.name for spec in config.validate_metadata_fields("correct")] == [
-        "validator_example_explanation",
-        "validator_model_explanation",
+        agreement,
+        always,
     ]
     assert config.metadata_validate[0].type == FieldType.CONTEXT_STRING_SELECTION
     assert config.metadata_validate[0].validated_label_condition == Verdict.INCORRECT
 
 
-def test_metrics_directions_and_default_weights(load_dynabench):
-    metrics = load_dynabench("nli").metrics()
+@pytest.mark.parametrize("sample", [param(own("claim_check")), param(dynabench("nli"))])
+def test_metrics_directions_and_default_weights(sample):
+    metrics = sample.parse().metrics()
 
     summary = [(m.name, m.kind, m.direction, m.default_weight, m.is_main) for m in metrics]
     assert summary == [
