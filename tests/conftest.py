@@ -7,6 +7,17 @@ import pytest
 from tests.factories import ContextFactory, TaskFactory, UserFactory
 
 
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Each test starts with an empty cache: rows cached by an earlier test (a task bundle,
+    a session, a leaderboard page) belong to a database that test rolled back."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def user(db):
     return UserFactory()

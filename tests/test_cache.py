@@ -42,9 +42,8 @@ def test_an_unreachable_redis_is_a_miss_not_an_error(caplog):
         assert cache.get("key", "default") == "default"
         assert cache.get_many(["a", "b"]) == {}
         cache.set("key", "value", 30)
-        assert cache.has_key("key") is False
         assert cache.get_or_set("key", "computed", 30) == "computed"
-    assert "Error" in caplog.text  # logged (LOG_IGNORED_EXCEPTIONS), not raised
+    assert "Exception ignored" in caplog.text  # logged, not raised
 
 
 @pytest.mark.django_db

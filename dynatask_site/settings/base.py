@@ -210,10 +210,11 @@ CACHES = {
             "SOCKET_CONNECT_TIMEOUT": 0.25,
             "SOCKET_TIMEOUT": 0.5,
             "IGNORE_EXCEPTIONS": True,
-            "LOG_IGNORED_EXCEPTIONS": True,
         },
     }
 }
+# An ignored Redis error is logged (logger ``django_redis.cache``).
+DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
 # Sessions are read from the cache and written through to the database: one Redis GET
 # instead of a query on every request, and nothing is lost when Redis restarts.
 SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"

@@ -13,6 +13,7 @@ from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, Actor
 from annotation.models import Campaign, CampaignWorker, Example, WorkerStats
 from tasks import services as task_services
 from tasks.errors import ServiceError
+from tests.annotation.conftest import flush_counters
 from tests.factories import (
     CampaignFactory,
     CampaignWorkerFactory,
@@ -294,16 +295,22 @@ def test_a_second_campaign_link_replaces_the_identity(client, campaign, task):
 # -- time -----------------------------------------------------------------------------------
 
 
-def test_record_time_fills_a_missing_time_once(campaign):
+def test_record_time_fills_a_missing_time_once(
+    campaign, redis_connection, django_capture_on_commit_callbacks
+):
     worker = CampaignWorkerFactory(campaign=campaign)
     actor = Actor(campaign_worker=worker)
     (example,) = work(worker, 1)
-    campaigns.campaign_record_time(actor, 12_345)
+    with django_capture_on_commit_callbacks(execute=True):
+        campaigns.campaign_record_time(actor, 12_345)
     example.refresh_from_db()
     assert example.time_spent_ms == 12_345
+    flush_counters()
     stats_row = WorkerStats.objects.get(campaign_worker=worker)
     assert stats_row.time_spent_ms == 12_345
-    campaigns.campaign_record_time(actor, 999)  # already recorded: not counted twice
+    with django_capture_on_commit_callbacks(execute=True):
+        campaigns.campaign_record_time(actor, 999)  # already recorded: not counted twice
+    flush_counters()
     example.refresh_from_db()
     stats_row.refresh_from_db()
     assert (example.time_spent_ms, stats_row.time_spent_ms) == (12_345, 12_345)

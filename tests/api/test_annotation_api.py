@@ -8,6 +8,7 @@ import pytest
 from django.core.cache import cache
 
 from annotation.models import Example, Validation
+from tests.annotation.conftest import flush_counters
 from tests.api.conftest import ROLES, assert_error, client_for
 from tests.factories import ContextFactory, ExampleFactory, UserFactory
 
@@ -41,7 +42,7 @@ def _create(client, context, **fields):
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_context_sample(role, clients, context):
+def test_context_sample(role, clients, context, redis_connection):
     response = clients[role].get("/api/v1/tasks/api-task/contexts/sample/?tag=food")
     if role == "anonymous":
         assert_error(response, 401)
@@ -53,6 +54,7 @@ def test_context_sample(role, clients, context):
         "data": {"context": "Describe your breakfast."},
         "tag": "food",
     }
+    flush_counters()
     context.refresh_from_db()
     assert context.times_served == 1
 

@@ -128,20 +128,37 @@ def test_predict_endpoint_job_needs_no_db_and_refuses_tokens(redis_connection):
     assert refused["error"]["code"] == "model.configuration"
 
 
-def test_periodic_health_checks_registered_with_rq_cron(redis_connection, settings):
-    settings.MODELS_HUB_HEALTH_INTERVAL = 17
+def test_the_periodic_jobs_are_registered_with_rq_cron_and_run_cleanly(redis_connection, settings):
+    settings.PERIODIC_JOBS = [
+        ("models_hub.jobs.health_check_all_job", "default", 17),
+        ("annotation.stats.buffer.counters_flush_job", "live", 2),
+        ("annotation.live.watchdog.live_watchdog_job", "live", 5),
+    ]
     scheduler = jobs.cron_scheduler(redis_connection)
-    [cron_job] = scheduler.get_jobs()
-    assert cron_job.func is jobs.health_check_all_job
-    assert cron_job.queue_name == "default"
-    assert cron_job.interval == 17
+    registered = {job.func_name: (job.queue_name, job.interval) for job in scheduler.get_jobs()}
+    assert registered == {
+        "models_hub.jobs.health_check_all_job": ("default", 17),
+        "annotation.stats.buffer.counters_flush_job": ("live", 2),
+        "annotation.live.watchdog.live_watchdog_job": ("live", 5),
+    }
     # rq 2.6 would hand a cron ``timeout`` to the job function as a keyword argument.
-    assert "timeout" not in cron_job.job_options
-    # The first tick enqueues the fan-out job at once, and a worker runs it cleanly.
+    assert all("timeout" not in job.job_options for job in scheduler.get_jobs())
+    # The first tick enqueues every job at once, and a worker runs each cleanly.
     scheduler.enqueue_jobs()
-    [queued] = django_rq.get_queue("default").get_jobs()
-    assert queued.func_name == "models_hub.jobs.health_check_all_job"
-    worker = SimpleWorker([django_rq.get_queue("default")], connection=redis_connection)
-    worker.work(burst=True)
-    queued.refresh()
-    assert queued.get_status() == "finished", queued.latest_result()
+    for name in ("default", "live"):
+        queue = django_rq.get_queue(name)
+        queued = queue.get_jobs()
+        assert queued
+        SimpleWorker([queue], connection=redis_connection).work(burst=True)
+        for job in queued:
+            job.refresh()
+            assert job.get_status() == "finished", job.latest_result()
+
+
+def test_the_settings_register_the_health_checks_the_flush_and_the_watchdog(settings):
+    paths = {path for path, _queue, _interval in settings.PERIODIC_JOBS}
+    assert paths == {
+        "models_hub.jobs.health_check_all_job",
+        "annotation.stats.buffer.counters_flush_job",
+        "annotation.live.watchdog.live_watchdog_job",
+    }
