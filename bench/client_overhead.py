@@ -8,7 +8,7 @@ in one run, each after a warm-up:
 - ``client``: ``models_hub.client.predict`` (SSRF check, projection, hardened transport,
   output checks against the sentiment config);
 - ``queue``: enqueue ``models_hub.jobs.predict_endpoint_job`` on a live-style queue, the live
-  queue's ``LiveWorker`` (a SimpleWorker: no fork; a separate process as in production) runs
+  queue's worker (RQ's SimpleWorker: no fork; a separate process as in production) runs
   it, and the result is
   read back with RQ's blocking result stream (``job.latest_result(timeout=...)``).
 
@@ -47,9 +47,10 @@ django.setup()
 import requests  # noqa: E402
 from redis import Redis  # noqa: E402
 from rq import Queue  # noqa: E402
+from rq.worker import SimpleWorker  # noqa: E402
 
 from models_hub.client import EndpointSpec, predict  # noqa: E402
-from models_hub.jobs import LiveWorker, predict_endpoint_job  # noqa: E402
+from models_hub.jobs import predict_endpoint_job  # noqa: E402
 from models_hub.server import make_server  # noqa: E402
 from tasks.config import parse_task_config  # noqa: E402
 
@@ -86,9 +87,9 @@ def timed(function, n: int) -> list[float]:
 
 
 def run_worker(queue_name: str) -> None:
-    """Worker mode (a child process): serve ``queue_name`` with a LiveWorker until SIGTERM."""
+    """Worker mode (a child process): serve ``queue_name`` with a SimpleWorker until SIGTERM."""
     connection = Redis.from_url(os.environ["REDIS_URL"])
-    LiveWorker([Queue(queue_name, connection=connection)], connection=connection).work(
+    SimpleWorker([Queue(queue_name, connection=connection)], connection=connection).work(
         logging_level="WARNING", with_scheduler=False
     )
 

@@ -172,12 +172,19 @@ def start_model_server(processes: Processes, env: dict, handler: str = DEMO_SENT
 def start_rq_worker(
     processes: Processes, env: dict, queues=("live",), simple: bool = True, log_path=None
 ):
-    """``manage.py rqworker`` on ``queues``: the live queue's ``LiveWorker`` (a non-forking
-    SimpleWorker) when ``simple``, else RQ's forking worker."""
+    """``manage.py rqworker`` on ``queues``: RQ's non-forking SimpleWorker (the live queue's)
+    when ``simple``, else RQ's forking worker."""
     command = [PYTHON, "manage.py", "rqworker", *queues]
     if simple:
-        command += ["--worker-class", "models_hub.jobs.LiveWorker"]
+        command += ["--worker-class", "rq.worker.SimpleWorker"]
     return processes.start("rqworker:" + ",".join(queues), command, env, log_path=log_path)
+
+
+def start_cron(processes: Processes, env: dict, log_path=None):
+    """``manage.py run_cron``: the periodic jobs (the counters' flush, the live watchdog, the
+    health checks), as in production."""
+    command = [PYTHON, "manage.py", "run_cron"]
+    return processes.start("cron", command, env, log_path=log_path)
 
 
 def start_gunicorn(
@@ -329,6 +336,7 @@ def flush_redis(url: str) -> None:
 CPU_GROUPS = (
     ("gunicorn", "gunicorn"),
     ("rq workers", "rqworker"),
+    ("cron", "run_cron"),
     ("model server", "serve_model"),
     ("postgres", "postgres"),
     ("redis", "redis-server"),

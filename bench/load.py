@@ -5,8 +5,10 @@
                                    [--examples-per-context 3] [--rate R] [--json]
 
 What runs, all on 127.0.0.1: a throwaway PostgreSQL database (created, migrated, dropped),
-gunicorn with 2 workers, 2 RQ workers on the ``live`` queue (``models_hub.jobs.LiveWorker``, a
-non-forking SimpleWorker; a redis-server of its own), and the demo sentiment model server. Each
+gunicorn with 2 workers, 2 RQ workers on the ``live`` queue (RQ's non-forking SimpleWorker; a
+redis-server of its own), RQ's cron scheduler with the periodic jobs (``run_cron``: the stats
+counters' flush and the live watchdog run on the live workers), and the demo sentiment model
+server. Each
 simulated worker signs in first (before the clock starts: a login hashes a password, about 0.5
 to 1 s of CPU with the production hasher, and 50 of them would eat a third of a 2-core minute;
 the logins are reported on their own), then,
@@ -598,6 +600,7 @@ def main() -> int:
             harness.start_rq_worker(
                 processes, env, ("live",), log_path=logs / f"{tag}-rq{index}.log"
             )
+        harness.start_cron(processes, env, log_path=logs / f"{tag}-cron.log")
         gunicorn_log = logs / f"{tag}-gunicorn.log"
         _web, web_port = harness.start_gunicorn(
             processes,

@@ -3,8 +3,8 @@
 
     .venv/bin/python bench/submit.py [--quick] [--n 200]
 
-Runs the demo sentiment model server (``manage.py serve_model``) and a live ``LiveWorker``
-(``manage.py rqworker live``) as processes on loopback, against a throwaway PostgreSQL
+Runs the demo sentiment model server (``manage.py serve_model``) and a live worker (RQ's
+SimpleWorker, ``manage.py rqworker live``) as processes on loopback, against a throwaway PostgreSQL
 database and a Redis database of its own. The create form is posted through Django's test
 client in this process (no HTTP server in the way); when the page comes back before the model
 answered, the status fragment is polled like the page's htmx does, and the clock stops when a

@@ -8,8 +8,8 @@ sentiment tasks get 10,000 and N examples, inserted by one ``INSERT ... SELECT
 generate_series`` each: a mix of verdicts (fooled, not fooled, none), validation counts 0-2,
 10% settled, 1% retracted, written by 500 users. The acting validator wrote some of the
 examples and has validated some, so the selector's exclusions do work. Then
-``annotation.selectors.example_next_to_validate(task, actor)`` is timed ``n`` times on each
-task (after a warm-up), and so is the validate POST's read of one example still in the queue
+``annotation.selectors.validation.example_next_to_validate(task, actor)`` is timed ``n`` times
+on each task (after a warm-up), and so is the validate POST's read of one example still in the queue
 (``example_for_validation``, by its id).
 
 Prints one JSON line: ``p50_ms_small``, ``p50_ms_large``, ``ratio`` (large over small; the
@@ -118,7 +118,7 @@ def _timings(call, n: int) -> list[float]:
 
 
 def time_next(task, actor, n: int) -> list[float]:
-    from annotation.selectors import example_next_to_validate
+    from annotation.selectors.validation import example_next_to_validate
 
     return _timings(lambda: example_next_to_validate(task, actor), n)
 
@@ -126,7 +126,7 @@ def time_next(task, actor, n: int) -> list[float]:
 def time_lookup(task, actor, n: int) -> list[float]:
     """Time the validate POST's read of the newest example of the actor's queue
     (``example_for_validation``)."""
-    from annotation.selectors import example_for_validation, validation_queue
+    from annotation.selectors.validation import example_for_validation, validation_queue
 
     example_id = validation_queue(task, actor).order_by("-id").values_list("pk", flat=True)[0]
     return _timings(lambda: example_for_validation(task, example_id, actor), n)

@@ -11,7 +11,7 @@ from dynatask_site.api import json_not_found
 from leaderboards import api as boards_api
 from models_hub import api as models_api
 from tasks import api as tasks_api
-from tasks import views_tokens
+from tasks.views import tokens as views_tokens
 
 v1 = [
     # tasks

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tasks import views
+from tasks.views import pages as views
 
 app_name = "tasks"
 

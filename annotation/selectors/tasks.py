@@ -5,9 +5,9 @@ models in their loops on every request; these rows change rarely. ``task_bundle`
 once into a ``TaskBundle`` and keeps it in Django's cache (Redis in production, shared by every
 process) for ``TASK_BUNDLE_SECONDS``. Every write to those rows forgets the bundle once it
 commits (``annotation.receivers``): saves and deletions of tasks, config versions, rounds,
-loop memberships and models, owner changes, and the services' bulk updates, which send
-``tasks.signals.task_rows_changed`` or ``models_hub.signals.model_rows_changed``. The cache's
-timeout bounds what a write that slipped past them could leave stale.
+loop memberships and models, owner changes, and the models hub's bulk updates, which send
+``models_hub.signals.model_rows_changed``. The cache's timeout bounds what a write that slipped
+past them could leave stale.
 
 The objects of a bundle belong to the request that read it: every cache read returns new
 ones.

@@ -67,48 +67,50 @@ def _submit(request, bundle, round_):
     form = CreateForm(request.POST, config=config)
     context = context_get(round_, request.POST.get("context_id"))
     goal_label = request.POST.get(config.goal_field.name, "") if config.goal_field else ""
-    page = {"goal_label": goal_label}
     if not form.is_valid():
-        return pages.create_page(request, task, round_, config, context, form, status=400, **page)
-    data = form.config_values()
+        return pages.create_page(
+            request, task, round_, config, context, form, goal_label=goal_label, status=400
+        )
     retain = form.cleaned_data.get("retain_input", False)
     pages.set_pref(request, task, retain=retain)
     if form.cleaned_data.get("sandbox"):
-        return _sandbox(request, bundle, round_, context, form, data, goal_label)
+        return _sandbox(request, bundle, round_, context, form, form.config_values(), goal_label)
     try:
         example = example_submit(
             task=task,
             round_=round_,
             actor=actor,
             context=context,
-            data=data,
+            data=form.config_values(),
             goal_label=goal_label,
             time_spent_ms=time_spent_ms(form.cleaned_data.get("started_at")),
             model=bundle.pick_model(round_),
         )
     except InvalidInput as error:
         form.add_issues(error.details.get("issues", []))
-        return pages.create_page(request, task, round_, config, context, form, status=400, **page)
-    if retain:
-        pages.remember_input(request, task, context.pk if context else None, data, goal_label)
-    else:
-        pages.forget_input(request, task)
-    quota_reached = False
-    if actor.is_campaign:
-        campaign_record_time(actor, example.time_spent_ms or 0)
-        quota_reached = campaign_quota_reached(actor)
-    next_form = None
-    if not quota_reached:
-        # The verdict page carries the next example's form on the same context: a worker
-        # writes several examples against one context until the model is fooled.
-        retained = {"input": data, "goal_label": goal_label} if retain else None
-        form, next_goal = pages.new_form(request, task, config, context, retained=retained)
-        next_form = pages.form_part(task, config, context, form, next_goal)
+        return pages.create_page(
+            request, task, round_, config, context, form, goal_label=goal_label, status=400
+        )
+    quota_reached = _record_submission(request, task, example, retain)
+    next_form = None if quota_reached else pages.next_form_part(request, task, example, retain)
     if example.status == ExampleStatus.AWAITING_MODEL:
         _wait_for_answer(example)
     return pages.example_page(
         request, task, example, from_post=True, quota_reached=quota_reached, next_form=next_form
     )
+
+
+def _record_submission(request, task, example, retain: bool) -> bool:
+    """Keep the input in the session when the worker retains it; record a campaign worker's
+    time. Returns whether the campaign's quota is reached."""
+    if retain:
+        pages.remember_input(request, task, example.context_id, example.input, example.goal_label)
+    else:
+        pages.forget_input(request, task)
+    if not request.actor.is_campaign:
+        return False
+    campaign_record_time(request.actor, example.time_spent_ms or 0)
+    return campaign_quota_reached(request.actor)
 
 
 def _wait_for_answer(example) -> None:

@@ -109,6 +109,15 @@ def form_part(task, config, context, form, goal_label: str) -> dict:
     return part
 
 
+def next_form_part(request, task, example, retain: bool) -> dict:
+    """The form of the next example on the same context, which the verdict page carries: a
+    worker writes several examples against one context until the model is fooled."""
+    config = task.config
+    retained = {"input": example.input, "goal_label": example.goal_label} if retain else None
+    form, goal_label = new_form(request, task, config, example.context, retained=retained)
+    return form_part(task, config, example.context, form, goal_label)
+
+
 def create_page(
     request, task, round_, config, context, form, *, goal_label="", status=200, **extra
 ):
