@@ -19,10 +19,16 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from tasks.config import codes
 from tasks.config.errors import ConfigIssue, TaskConfigError
+from tasks.config.located_yaml import (
+    UNREADABLE,
+    LocatedMapping,
+    LocatedValue,
+    describe_value,
+    plain_value,
+    read_located_yaml,
+)
 from tasks.config.types import (
     DELTA_METRIC_TYPES,
     JOB_METRICS,
@@ -34,12 +40,6 @@ from tasks.config.types import (
     TaskConfig,
     Verdict,
 )
-
-MAX_TEXT_LENGTH = 200_000
-# Aliases let a tiny text describe a huge tree ("billion laughs"); the budget counts nodes
-# as they are expanded, so such a document is refused before it costs anything.
-MAX_NODES = 20_000
-MAX_DEPTH = 40
 
 SUPPORTED_SCHEMA_VERSION = 1
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -110,181 +110,9 @@ UNSUPPORTED_PERF_METRIC_TYPES = {
 AGGREGATION_METRIC_TYPES = ("dynascore",)
 MAX_WEIGHT = 5.0
 
-SCALAR_TAGS = frozenset(
-    "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null", "timestamp")
-)
-SEQUENCE_TAG = "tag:yaml.org,2002:seq"
-MAPPING_TAG = "tag:yaml.org,2002:map"
-STRING_TAG = "tag:yaml.org,2002:str"
-
-
-# -- located YAML values -----------------------------------------------------------------
-@dataclass
-class _Node:
-    """A YAML value with its 1-based position: a scalar, a list of nodes or a _Mapping."""
-
-    value: Any
-    line: int
-    column: int
-
-
-@dataclass
-class _Mapping:
-    """A YAML mapping with string keys, in source order, and the line of each key."""
-
-    items: dict[str, _Node]
-    key_lines: dict[str, int]
-
-
-class _TooComplex(Exception):
-    """The document exceeds the node budget or the depth limit."""
-
-
-class _Reader:
-    """Turn a composed YAML node tree into ``_Node`` values, recording reading problems."""
-
-    def __init__(self, issues: list[ConfigIssue]):
-        self.issues = issues
-        self.budget = MAX_NODES
-        self.constructor = yaml.constructor.SafeConstructor()
-
-    def issue(self, code: str, path: str, message: str, node: yaml.Node) -> None:
-        mark = node.start_mark
-        self.issues.append(ConfigIssue(code, path, message, mark.line + 1, mark.column + 1))
-
-    def read(self, node: yaml.Node, path: str, depth: int = 0) -> _Node | None:
-        """Return the located value of ``node``, or None when it cannot be used."""
-        self.budget -= 1
-        if self.budget < 0 or depth > MAX_DEPTH:
-            raise _TooComplex
-        line, column = node.start_mark.line + 1, node.start_mark.column + 1
-        if isinstance(node, yaml.ScalarNode):
-            if node.tag not in SCALAR_TAGS:
-                self.issue(
-                    codes.UNSUPPORTED_YAML_FEATURE,
-                    path,
-                    f"the YAML tag {node.tag!r} is not supported; write a plain value",
-                    node,
-                )
-                return None
-            try:
-                value = self.constructor.construct_object(node)
-            except Exception as error:  # any scalar PyYAML cannot build is a config problem
-                self.issue(codes.UNREADABLE_VALUE, path, f"cannot read this value: {error}", node)
-                return None
-            return _Node(value, line, column)
-        if isinstance(node, yaml.SequenceNode):
-            if node.tag != SEQUENCE_TAG:
-                self.issue(
-                    codes.UNSUPPORTED_YAML_FEATURE,
-                    path,
-                    f"the YAML tag {node.tag!r} is not supported; write a plain list",
-                    node,
-                )
-                return None
-            items = []
-            for index, child in enumerate(node.value):
-                item = self.read(child, f"{path}[{index}]", depth + 1)
-                # An unreadable item is already reported; a None placeholder keeps indexes.
-                items.append(item if item is not None else _Node(None, line, column))
-            return _Node(items, line, column)
-        if isinstance(node, yaml.MappingNode):
-            if node.tag != MAPPING_TAG:
-                self.issue(
-                    codes.UNSUPPORTED_YAML_FEATURE,
-                    path,
-                    f"the YAML tag {node.tag!r} is not supported; write a plain mapping",
-                    node,
-                )
-                return None
-            return _Node(self.read_mapping(node, path, depth), line, column)
-        return None
-
-    def read_mapping(self, node: yaml.MappingNode, path: str, depth: int) -> _Mapping:
-        mapping = _Mapping({}, {})
-        for key_node, value_node in node.value:
-            self.budget -= 1
-            if self.budget < 0:
-                raise _TooComplex
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                self.issue(
-                    codes.UNSUPPORTED_YAML_FEATURE,
-                    path,
-                    "merge keys (<<) are not supported; write the keys out",
-                    key_node,
-                )
-                continue
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != STRING_TAG:
-                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "..."
-                self.issue(
-                    codes.NON_STRING_KEY,
-                    path,
-                    f"the key {str(shown)[:40]!r} is not a string; quote it",
-                    key_node,
-                )
-                continue
-            key = key_node.value
-            child_path = f"{path}.{key}" if path else key
-            if key in mapping.items:
-                self.issue(
-                    codes.DUPLICATE_KEY,
-                    child_path,
-                    f"the key {key!r} is repeated (first on line {mapping.key_lines[key]})",
-                    key_node,
-                )
-                continue
-            value = self.read(value_node, child_path, depth + 1)
-            mapping.items[key] = (
-                value
-                if value is not None
-                else _Node(
-                    _UNREADABLE, value_node.start_mark.line + 1, value_node.start_mark.column + 1
-                )
-            )
-            mapping.key_lines[key] = key_node.start_mark.line + 1
-        return mapping
-
-
-class _Unreadable:
-    """Marker for a value already reported as unreadable: later checks stay silent on it."""
-
-    def __repr__(self) -> str:
-        return "<unreadable>"
-
-
-_UNREADABLE = _Unreadable()
-
-
-def _describe(value: Any) -> str:
-    """Name the YAML type of ``value`` for messages."""
-    if isinstance(value, _Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    return f"a {type(value).__name__}"
-
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _plain(value: Any) -> Any:
-    """Turn a located value into an immutable plain value (tuples, read-only mappings)."""
-    if isinstance(value, _Mapping):
-        return MappingProxyType({key: _plain(node.value) for key, node in value.items.items()})
-    if isinstance(value, list):
-        return tuple(_plain(node.value) for node in value)
-    return value
 
 
 # -- the validator ------------------------------------------------------------------------
@@ -295,8 +123,8 @@ class _RawField:
     spec: FieldSpec
     section: str
     path: str
-    node: _Node
-    mapping: _Mapping
+    node: LocatedValue
+    mapping: LocatedMapping
 
 
 class _Validator:
@@ -318,67 +146,71 @@ class _Validator:
     def error(self, code: str, path: str, message: str, line: int | None, column=None) -> None:
         self.issues.append(ConfigIssue(code, path, message, line, column))
 
-    def error_at(self, code: str, path: str, message: str, node: _Node) -> None:
+    def error_at(self, code: str, path: str, message: str, node: LocatedValue) -> None:
         self.error(code, path, message, node.line, node.column)
 
-    def wrong_type(self, path: str, expected: str, node: _Node) -> None:
-        if node.value is _UNREADABLE:
+    def wrong_type(self, path: str, expected: str, node: LocatedValue) -> None:
+        if node.value is UNREADABLE:
             return  # already reported when it was read
         self.error_at(
-            codes.WRONG_TYPE, path, f"expected {expected}, got {_describe(node.value)}", node
+            codes.WRONG_TYPE, path, f"expected {expected}, got {describe_value(node.value)}", node
         )
 
-    def mapping(self, node: _Node, path: str) -> _Mapping | None:
-        if isinstance(node.value, _Mapping):
+    def mapping(self, node: LocatedValue, path: str) -> LocatedMapping | None:
+        if isinstance(node.value, LocatedMapping):
             return node.value
         self.wrong_type(path, "a mapping", node)
         return None
 
-    def sequence(self, node: _Node, path: str) -> list[_Node] | None:
+    def sequence(self, node: LocatedValue, path: str) -> list[LocatedValue] | None:
         if isinstance(node.value, list):
             return node.value
         self.wrong_type(path, "a list", node)
         return None
 
-    def string(self, node: _Node, path: str) -> str | None:
+    def string(self, node: LocatedValue, path: str) -> str | None:
         if isinstance(node.value, str):
             return node.value
         self.wrong_type(path, "a string", node)
         return None
 
-    def boolean(self, node: _Node, path: str) -> bool | None:
+    def boolean(self, node: LocatedValue, path: str) -> bool | None:
         if isinstance(node.value, bool):
             return node.value
         self.wrong_type(path, "true or false", node)
         return None
 
-    def integer(self, node: _Node, path: str) -> int | None:
+    def integer(self, node: LocatedValue, path: str) -> int | None:
         if isinstance(node.value, int) and not isinstance(node.value, bool):
             return node.value
         self.wrong_type(path, "an integer", node)
         return None
 
-    def number(self, node: _Node, path: str) -> float | None:
+    def number(self, node: LocatedValue, path: str) -> float | None:
         if _is_number(node.value):
             return float(node.value)
         self.wrong_type(path, "a finite number", node)
         return None
 
     @staticmethod
-    def given(mapping: _Mapping, key: str) -> _Node | None:
+    def given(mapping: LocatedMapping, key: str) -> LocatedValue | None:
         """Return the node of ``key`` unless it is absent or null (null means "not given")."""
         node = mapping.items.get(key)
         if node is None or node.value is None:
             return None
         return node
 
-    def required(self, mapping: _Mapping, key: str, path: str, owner: _Node) -> _Node | None:
+    def required(
+        self, mapping: LocatedMapping, key: str, path: str, owner: LocatedValue
+    ) -> LocatedValue | None:
         node = self.given(mapping, key)
         if node is None:
             self.error_at(codes.MISSING_KEY, _join(path, key), f"{key!r} is required", owner)
         return node
 
-    def check_keys(self, mapping: _Mapping, path: str, allowed: frozenset[str], what: str) -> None:
+    def check_keys(
+        self, mapping: LocatedMapping, path: str, allowed: frozenset[str], what: str
+    ) -> None:
         for key in mapping.items:
             if key not in allowed:
                 self.error(
@@ -388,20 +220,20 @@ class _Validator:
                     mapping.key_lines[key],
                 )
 
-    def optional_string(self, mapping: _Mapping, key: str, path: str) -> str:
+    def optional_string(self, mapping: LocatedMapping, key: str, path: str) -> str:
         node = self.given(mapping, key)
         if node is None:
             return ""
         return self.string(node, _join(path, key)) or ""
 
-    def optional_bool(self, mapping: _Mapping, key: str, path: str) -> bool | None:
+    def optional_bool(self, mapping: LocatedMapping, key: str, path: str) -> bool | None:
         node = self.given(mapping, key)
         if node is None:
             return None
         return self.boolean(node, _join(path, key))
 
     # -- the document ---------------------------------------------------------------------
-    def document(self, root: _Node) -> TaskConfig | None:
+    def document(self, root: LocatedValue) -> TaskConfig | None:
         top = self.mapping(root, "")
         if top is None:
             return None
@@ -456,7 +288,7 @@ class _Validator:
             instructions=instructions,
         )
 
-    def schema_version(self, top: _Mapping) -> int:
+    def schema_version(self, top: LocatedMapping) -> int:
         node = self.given(top, "schema_version")
         if node is None:
             return SUPPORTED_SCHEMA_VERSION
@@ -474,9 +306,9 @@ class _Validator:
     # -- fields ---------------------------------------------------------------------------
     def field_list(
         self,
-        container: _Mapping,
+        container: LocatedMapping,
         key: str,
-        owner: _Node,
+        owner: LocatedValue,
         *,
         required: bool,
         section: str | None = None,
@@ -501,7 +333,7 @@ class _Validator:
                 fields.append(raw)
         return fields
 
-    def field(self, node: _Node, path: str, section: str) -> _RawField | None:
+    def field(self, node: LocatedValue, path: str, section: str) -> _RawField | None:
         """Check one full field definition; return it unless its name or type is unusable."""
         mapping = self.mapping(node, path)
         if mapping is None:
@@ -575,7 +407,9 @@ class _Validator:
         spec = FieldSpec(name=name, type=field_type, line=node.line, **options)
         return _RawField(spec, section, path, node, mapping)
 
-    def field_name(self, mapping: _Mapping, path: str, owner: _Node, section: str) -> str | None:
+    def field_name(
+        self, mapping: LocatedMapping, path: str, owner: LocatedValue, section: str
+    ) -> str | None:
         node = self.required(mapping, "name", path, owner)
         if node is None:
             return None
@@ -595,7 +429,7 @@ class _Validator:
         return name
 
     def check_field_keys(
-        self, mapping: _Mapping, path: str, section: str, field_type: FieldType | None
+        self, mapping: LocatedMapping, path: str, section: str, field_type: FieldType | None
     ) -> None:
         for key in mapping.items:
             line = mapping.key_lines[key]
@@ -627,7 +461,7 @@ class _Validator:
                     line,
                 )
 
-    def verdict(self, mapping: _Mapping, path: str) -> Verdict | None:
+    def verdict(self, mapping: LocatedMapping, path: str) -> Verdict | None:
         node = self.given(mapping, "validated_label_condition")
         if node is None:
             return None
@@ -645,7 +479,7 @@ class _Validator:
             )
             return None
 
-    def max_length(self, mapping: _Mapping, path: str) -> int | None:
+    def max_length(self, mapping: LocatedMapping, path: str) -> int | None:
         node = self.given(mapping, "max_length")
         if node is None:
             return None
@@ -660,7 +494,7 @@ class _Validator:
             return None
         return value
 
-    def labels(self, mapping: _Mapping, path: str, owner: _Node) -> tuple[str, ...]:
+    def labels(self, mapping: LocatedMapping, path: str, owner: LocatedValue) -> tuple[str, ...]:
         node = self.required(mapping, "labels", path, owner)
         if node is None:
             return ()
@@ -674,11 +508,11 @@ class _Validator:
         for index, item in enumerate(items):
             item_path = f"{labels_path}[{index}]"
             if not isinstance(item.value, str):
-                if item.value is not _UNREADABLE:
+                if item.value is not UNREADABLE:
                     self.error_at(
                         codes.WRONG_TYPE,
                         item_path,
-                        f"a label must be a string, got {_describe(item.value)} "
+                        f"a label must be a string, got {describe_value(item.value)} "
                         "(quote values such as 'yes', 'no' or numbers)",
                         item,
                     )
@@ -691,7 +525,7 @@ class _Validator:
             labels.append(item.value)
         return tuple(labels)
 
-    def metadata(self, top: _Mapping) -> tuple[list[_RawField], list[_RawField]]:
+    def metadata(self, top: LocatedMapping) -> tuple[list[_RawField], list[_RawField]]:
         node = self.given(top, "metadata")
         if node is None:
             return [], []
@@ -718,7 +552,11 @@ class _Validator:
         return create, validate
 
     def outputs(
-        self, top: _Mapping, root: _Node, context: list[_RawField], inputs: list[_RawField]
+        self,
+        top: LocatedMapping,
+        root: LocatedValue,
+        context: list[_RawField],
+        inputs: list[_RawField],
     ) -> list[_RawField]:
         """Read ``output``; an entry without ``type`` takes an input/context definition."""
         node = self.given(top, "output")
@@ -871,7 +709,7 @@ class _Validator:
             )
 
     # -- metrics --------------------------------------------------------------------------
-    def model_wrong_metric(self, top: _Mapping, targets: set[str]) -> ModelWrongMetric:
+    def model_wrong_metric(self, top: LocatedMapping, targets: set[str]) -> ModelWrongMetric:
         node = self.given(top, "model_wrong_metric")
         if node is None:
             return ModelWrongMetric()
@@ -940,7 +778,7 @@ class _Validator:
         return ModelWrongMetric()
 
     def reference_names(
-        self, mapping: _Mapping, path: str, owner: _Node, targets: set[str]
+        self, mapping: LocatedMapping, path: str, owner: LocatedValue, targets: set[str]
     ) -> tuple[str, ...]:
         node = self.required(mapping, "reference_names", path, owner)
         if node is None:
@@ -961,7 +799,7 @@ class _Validator:
                 names.append(name)
         return tuple(names)
 
-    def check_target(self, name: str, path: str, node: _Node, targets: set[str]) -> None:
+    def check_target(self, name: str, path: str, node: LocatedValue, targets: set[str]) -> None:
         would_be_target = name in self.written("input") and name in self.written("output")
         if not self.output_readable or (would_be_target and name not in targets):
             return  # a consequence of an error in input/output, already reported
@@ -975,14 +813,14 @@ class _Validator:
             )
 
     def perf_metrics(
-        self, top: _Mapping, root: _Node, output_names: set[str]
+        self, top: LocatedMapping, root: LocatedValue, output_names: set[str]
     ) -> tuple[list[PerfMetric], bool]:
         """Read ``perf_metric``; also say whether every entry was read without problems."""
         node = self.given(top, "perf_metric")
         if node is None:
             self.error_at(codes.MISSING_KEY, "perf_metric", "'perf_metric' is required", root)
             return [], False
-        if isinstance(node.value, _Mapping):
+        if isinstance(node.value, LocatedMapping):
             entries = [("perf_metric", node)]
         elif isinstance(node.value, list):
             if not node.value:
@@ -994,7 +832,7 @@ class _Validator:
             self.wrong_type("perf_metric", "a mapping or a list of mappings", node)
             return [], False
         issues_before = len(self.issues)
-        read: list[tuple[str, str, dict[str, Any], str, _Node]] = []
+        read: list[tuple[str, str, dict[str, Any], str, LocatedValue]] = []
         for path, entry in entries:
             mapping = self.mapping(entry, path)
             if mapping is None:
@@ -1058,7 +896,7 @@ class _Validator:
             metrics.append(PerfMetric(metric_type, reference, name, MappingProxyType(options)))
         return metrics, len(self.issues) == issues_before
 
-    def perf_options(self, mapping: _Mapping, path: str) -> dict[str, Any]:
+    def perf_options(self, mapping: LocatedMapping, path: str) -> dict[str, Any]:
         """Keep extra perf_metric keys (e.g. ``spm_model``) as read-only scalar options."""
         options: dict[str, Any] = {}
         for key, node in mapping.items.items():
@@ -1069,14 +907,14 @@ class _Validator:
                 isinstance(item.value, str | int | float | bool) for item in value
             )
             if isinstance(value, str | int | float | bool) or scalar_list:
-                options[key] = _plain(value)
+                options[key] = plain_value(value)
             else:
                 self.wrong_type(
                     _join(path, key), "a string, number, boolean or list of those", node
                 )
         return options
 
-    def delta_metrics(self, top: _Mapping) -> list[str]:
+    def delta_metrics(self, top: LocatedMapping) -> list[str]:
         node = self.given(top, "delta_metrics")
         if node is None:
             return []
@@ -1114,7 +952,7 @@ class _Validator:
         return metrics
 
     def aggregation_metric(
-        self, top: _Mapping, perf_metrics: list[PerfMetric], perf_complete: bool
+        self, top: LocatedMapping, perf_metrics: list[PerfMetric], perf_complete: bool
     ) -> AggregationMetric:
         node = self.given(top, "aggregation_metric")
         if node is None:
@@ -1157,12 +995,12 @@ class _Validator:
                 )
                 continue
             if not _is_number(value_node.value):
-                if value_node.value is not _UNREADABLE:
+                if value_node.value is not UNREADABLE:
                     self.error_at(
                         codes.WEIGHT_OUT_OF_RANGE,
                         key_path,
                         f"a weight must be a number from 0 to {MAX_WEIGHT:g}, "
-                        f"got {_describe(value_node.value)}",
+                        f"got {describe_value(value_node.value)}",
                         value_node,
                     )
                 continue
@@ -1183,30 +1021,6 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _yaml_error_issue(error: yaml.YAMLError, text: str) -> ConfigIssue:
-    """Describe a YAML syntax error with its 1-based line and column."""
-    if isinstance(error, yaml.MarkedYAMLError):
-        mark = error.problem_mark or error.context_mark
-        parts = [part for part in (error.context, error.problem) if part]
-        message = "invalid YAML: " + ("; ".join(parts) or "syntax error")
-        if mark is not None:
-            return ConfigIssue(codes.YAML_SYNTAX, "", message, mark.line + 1, mark.column + 1)
-        return ConfigIssue(codes.YAML_SYNTAX, "", message)
-    if isinstance(error, yaml.reader.ReaderError):
-        # The reader reports a character offset, not a mark: count the lines up to it.
-        before = text[: error.position]
-        line = before.count("\n") + 1
-        column = error.position - (before.rfind("\n") + 1) + 1
-        return ConfigIssue(
-            codes.YAML_SYNTAX,
-            "",
-            f"invalid YAML: the character {error.character!r} is not allowed",
-            line,
-            column,
-        )
-    return ConfigIssue(codes.YAML_SYNTAX, "", f"invalid YAML: {error}")
-
-
 def parse_task_config(text: str) -> TaskConfig:
     """Parse and validate a task-config YAML document.
 
@@ -1217,39 +1031,8 @@ def parse_task_config(text: str) -> TaskConfig:
         raise TaskConfigError(
             [ConfigIssue(codes.WRONG_TYPE, "", f"expected YAML text, got {type(text).__name__}")]
         )
-    if len(text) > MAX_TEXT_LENGTH:
-        raise TaskConfigError(
-            [
-                ConfigIssue(
-                    codes.TEXT_TOO_LARGE,
-                    "",
-                    f"the config is {len(text):,} characters; the limit is {MAX_TEXT_LENGTH:,}",
-                )
-            ]
-        )
-    try:
-        root_node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        raise TaskConfigError([_yaml_error_issue(error, text)])
-    except RecursionError:
-        raise TaskConfigError([ConfigIssue(codes.TOO_COMPLEX, "", "the YAML is nested too deeply")])
-    if root_node is None:
-        raise TaskConfigError([ConfigIssue(codes.EMPTY_DOCUMENT, "", "the config is empty", 1)])
-
     issues: list[ConfigIssue] = []
-    try:
-        root = _Reader(issues).read(root_node, "")
-    except (_TooComplex, RecursionError):
-        raise TaskConfigError(
-            [
-                ConfigIssue(
-                    codes.TOO_COMPLEX,
-                    "",
-                    f"the YAML is too large once aliases are expanded (limit {MAX_NODES:,} "
-                    f"values) or nested deeper than {MAX_DEPTH} levels",
-                )
-            ]
-        )
+    root = read_located_yaml(text, issues)
     if root is None:
         raise TaskConfigError(_in_source_order(issues))
     config = _Validator(issues).document(root)
