@@ -12,7 +12,6 @@ straight into Python objects, so that every value keeps its line, duplicate keys
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -20,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tasks.config import codes
+from tasks.config.checker import DocumentChecker, is_finite_number, join_path
 from tasks.config.errors import ConfigIssue, TaskConfigError
 from tasks.config.located_yaml import (
     UNREADABLE,
@@ -111,10 +111,6 @@ AGGREGATION_METRIC_TYPES = ("dynascore",)
 MAX_WEIGHT = 5.0
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 # -- the validator ------------------------------------------------------------------------
 @dataclass
 class _RawField:
@@ -127,110 +123,8 @@ class _RawField:
     mapping: LocatedMapping
 
 
-class _Validator:
+class _Validator(DocumentChecker):
     """Check a located document against the schema and build the TaskConfig."""
-
-    def __init__(self, issues: list[ConfigIssue]):
-        self.issues = issues
-        # Every name written in each section, even in a field that failed its checks, so
-        # that a reference to a broken field is not reported a second time as dangling.
-        self.written_names: dict[str, set[str]] = {}
-        # False when ``output`` is missing or not a list: references to outputs are then
-        # left unchecked rather than all reported as consequences of that one error.
-        self.output_readable = True
-
-    def written(self, *sections: str) -> set[str]:
-        return set().union(*(self.written_names.get(section, set()) for section in sections))
-
-    # -- reporting and typed access ------------------------------------------------------
-    def error(self, code: str, path: str, message: str, line: int | None, column=None) -> None:
-        self.issues.append(ConfigIssue(code, path, message, line, column))
-
-    def error_at(self, code: str, path: str, message: str, node: LocatedValue) -> None:
-        self.error(code, path, message, node.line, node.column)
-
-    def wrong_type(self, path: str, expected: str, node: LocatedValue) -> None:
-        if node.value is UNREADABLE:
-            return  # already reported when it was read
-        self.error_at(
-            codes.WRONG_TYPE, path, f"expected {expected}, got {describe_value(node.value)}", node
-        )
-
-    def mapping(self, node: LocatedValue, path: str) -> LocatedMapping | None:
-        if isinstance(node.value, LocatedMapping):
-            return node.value
-        self.wrong_type(path, "a mapping", node)
-        return None
-
-    def sequence(self, node: LocatedValue, path: str) -> list[LocatedValue] | None:
-        if isinstance(node.value, list):
-            return node.value
-        self.wrong_type(path, "a list", node)
-        return None
-
-    def string(self, node: LocatedValue, path: str) -> str | None:
-        if isinstance(node.value, str):
-            return node.value
-        self.wrong_type(path, "a string", node)
-        return None
-
-    def boolean(self, node: LocatedValue, path: str) -> bool | None:
-        if isinstance(node.value, bool):
-            return node.value
-        self.wrong_type(path, "true or false", node)
-        return None
-
-    def integer(self, node: LocatedValue, path: str) -> int | None:
-        if isinstance(node.value, int) and not isinstance(node.value, bool):
-            return node.value
-        self.wrong_type(path, "an integer", node)
-        return None
-
-    def number(self, node: LocatedValue, path: str) -> float | None:
-        if _is_number(node.value):
-            return float(node.value)
-        self.wrong_type(path, "a finite number", node)
-        return None
-
-    @staticmethod
-    def given(mapping: LocatedMapping, key: str) -> LocatedValue | None:
-        """Return the node of ``key`` unless it is absent or null (null means "not given")."""
-        node = mapping.items.get(key)
-        if node is None or node.value is None:
-            return None
-        return node
-
-    def required(
-        self, mapping: LocatedMapping, key: str, path: str, owner: LocatedValue
-    ) -> LocatedValue | None:
-        node = self.given(mapping, key)
-        if node is None:
-            self.error_at(codes.MISSING_KEY, _join(path, key), f"{key!r} is required", owner)
-        return node
-
-    def check_keys(
-        self, mapping: LocatedMapping, path: str, allowed: frozenset[str], what: str
-    ) -> None:
-        for key in mapping.items:
-            if key not in allowed:
-                self.error(
-                    codes.UNKNOWN_KEY,
-                    _join(path, key),
-                    f"unknown key {key!r} in {what}; allowed: {', '.join(sorted(allowed))}",
-                    mapping.key_lines[key],
-                )
-
-    def optional_string(self, mapping: LocatedMapping, key: str, path: str) -> str:
-        node = self.given(mapping, key)
-        if node is None:
-            return ""
-        return self.string(node, _join(path, key)) or ""
-
-    def optional_bool(self, mapping: LocatedMapping, key: str, path: str) -> bool | None:
-        node = self.given(mapping, key)
-        if node is None:
-            return None
-        return self.boolean(node, _join(path, key))
 
     # -- the document ---------------------------------------------------------------------
     def document(self, root: LocatedValue) -> TaskConfig | None:
@@ -342,14 +236,14 @@ class _Validator:
         type_node = self.required(mapping, "type", path, node)
         field_type: FieldType | None = None
         if type_node is not None:
-            type_text = self.string(type_node, _join(path, "type"))
+            type_text = self.string(type_node, join_path(path, "type"))
             if type_text is not None:
                 try:
                     field_type = FieldType(type_text)
                 except ValueError:
                     self.error_at(
                         codes.UNKNOWN_FIELD_TYPE,
-                        _join(path, "type"),
+                        join_path(path, "type"),
                         f"unknown field type {type_text!r}; known: "
                         + ", ".join(member.value for member in FieldType),
                         type_node,
@@ -357,7 +251,7 @@ class _Validator:
         if field_type is not None and section in TYPES_NOT_IN_SECTION.get(field_type, ()):
             self.error_at(
                 codes.TYPE_NOT_IN_SECTION,
-                _join(path, "type"),
+                join_path(path, "type"),
                 f"a {field_type.value} field cannot be used in {section}",
                 type_node,
             )
@@ -383,7 +277,9 @@ class _Validator:
             options["max_length"] = max_length
         reference_node = self.given(mapping, "reference_name")
         if reference_node is not None:
-            options["reference_name"] = self.string(reference_node, _join(path, "reference_name"))
+            options["reference_name"] = self.string(
+                reference_node, join_path(path, "reference_name")
+            )
         if field_type in (FieldType.MULTICLASS, FieldType.MULTILABEL):
             options["labels"] = self.labels(mapping, path, node)
         elif self.given(mapping, "labels") is not None:
@@ -398,7 +294,7 @@ class _Validator:
         ):
             self.error_at(
                 codes.MISSING_KEY,
-                _join(path, "reference_name"),
+                join_path(path, "reference_name"),
                 "a prob field needs reference_name (a multiclass field), or single_prob: true",
                 node,
             )
@@ -413,14 +309,14 @@ class _Validator:
         node = self.required(mapping, "name", path, owner)
         if node is None:
             return None
-        name = self.string(node, _join(path, "name"))
+        name = self.string(node, join_path(path, "name"))
         if name is None:
             return None
         self.written_names.setdefault(section.rstrip("*"), set()).add(name)
         if not NAME_PATTERN.fullmatch(name):
             self.error_at(
                 codes.BAD_NAME,
-                _join(path, "name"),
+                join_path(path, "name"),
                 f"the name {name[:60]!r} must match {NAME_PATTERN.pattern} "
                 "(letters, digits and underscores, not starting with a digit)",
                 node,
@@ -433,7 +329,7 @@ class _Validator:
     ) -> None:
         for key in mapping.items:
             line = mapping.key_lines[key]
-            key_path = _join(path, key)
+            key_path = join_path(path, key)
             if key not in ALL_FIELD_KEYS:
                 self.error(
                     codes.UNKNOWN_KEY,
@@ -465,7 +361,7 @@ class _Validator:
         node = self.given(mapping, "validated_label_condition")
         if node is None:
             return None
-        text = self.string(node, _join(path, "validated_label_condition"))
+        text = self.string(node, join_path(path, "validated_label_condition"))
         if text is None:
             return None
         try:
@@ -473,7 +369,7 @@ class _Validator:
         except ValueError:
             self.error_at(
                 codes.NOT_ONE_OF,
-                _join(path, "validated_label_condition"),
+                join_path(path, "validated_label_condition"),
                 f"{text[:60]!r} is not one of: " + ", ".join(member.value for member in Verdict),
                 node,
             )
@@ -483,11 +379,11 @@ class _Validator:
         node = self.given(mapping, "max_length")
         if node is None:
             return None
-        value = self.integer(node, _join(path, "max_length"))
+        value = self.integer(node, join_path(path, "max_length"))
         if value is not None and value <= 0:
             self.error_at(
                 codes.BAD_MAX_LENGTH,
-                _join(path, "max_length"),
+                join_path(path, "max_length"),
                 f"max_length must be a positive integer, got {value}",
                 node,
             )
@@ -498,7 +394,7 @@ class _Validator:
         node = self.required(mapping, "labels", path, owner)
         if node is None:
             return ()
-        labels_path = _join(path, "labels")
+        labels_path = join_path(path, "labels")
         items = self.sequence(node, labels_path)
         if items is None:
             return ()
@@ -603,7 +499,7 @@ class _Validator:
                 if key != "name":
                     self.error(
                         codes.ABBREVIATED_OUTPUT_EXTRA_KEYS,
-                        _join(path, key),
+                        join_path(path, key),
                         f"{{name: {name}}} takes its definition from {definition.path}; "
                         f"remove {key!r} (or give a full definition under a new name)",
                         mapping.key_lines[key],
@@ -611,7 +507,7 @@ class _Validator:
             if name in seen:
                 self.error_at(
                     codes.DUPLICATE_NAME,
-                    _join(path, "name"),
+                    join_path(path, "name"),
                     f"the output {name!r} is listed twice (first at output[{seen[name]}])",
                     item,
                 )
@@ -632,7 +528,7 @@ class _Validator:
                     hint = f"; write just {{name: {name}}} to reuse the {first[name].section} field"
                 self.error_at(
                     codes.DUPLICATE_NAME,
-                    _join(raw.path, "name"),
+                    join_path(raw.path, "name"),
                     f"the name {name!r} is already used at {first[name].path}{hint}",
                     raw.node,
                 )
@@ -661,7 +557,7 @@ class _Validator:
                 continue  # the referenced field is broken and already reported
             if raw.section in TYPES_NOT_IN_SECTION.get(spec.type, ()):
                 continue  # the misplaced type is the problem, already reported
-            path = _join(raw.path, "reference_name")
+            path = join_path(raw.path, "reference_name")
             reference_node = raw.mapping.items["reference_name"]
             target = spec.reference_name
             if spec.type == FieldType.CONTEXT_STRING_SELECTION:
@@ -703,7 +599,7 @@ class _Validator:
         for raw in goals[1:]:
             self.error_at(
                 codes.SEVERAL_GOAL_FIELDS,
-                _join(raw.path, "as_goal_message"),
+                join_path(raw.path, "as_goal_message"),
                 f"only one input may have as_goal_message: true (already {goals[0].path})",
                 raw.node,
             )
@@ -718,11 +614,11 @@ class _Validator:
         if mapping is None:
             return ModelWrongMetric()
         type_node = self.required(mapping, "type", path, node)
-        metric_type = self.string(type_node, _join(path, "type")) if type_node else None
+        metric_type = self.string(type_node, join_path(path, "type")) if type_node else None
         if metric_type is not None and metric_type not in MODEL_WRONG_METRIC_KEYS:
             self.error_at(
                 codes.UNKNOWN_MODEL_WRONG_METRIC,
-                _join(path, "type"),
+                join_path(path, "type"),
                 f"unknown model_wrong_metric type {metric_type[:60]!r}; known: "
                 + ", ".join(MODEL_WRONG_METRIC_KEYS),
                 type_node,
@@ -733,14 +629,14 @@ class _Validator:
             if key not in every_key:
                 self.error(
                     codes.UNKNOWN_KEY,
-                    _join(path, key),
+                    join_path(path, key),
                     f"unknown key {key!r} in model_wrong_metric",
                     mapping.key_lines[key],
                 )
             elif metric_type is not None and key not in MODEL_WRONG_METRIC_KEYS[metric_type]:
                 self.error(
                     codes.OPTION_NOT_FOR_TYPE,
-                    _join(path, key),
+                    join_path(path, key),
                     f"{key!r} does not apply to model_wrong_metric type {metric_type}",
                     mapping.key_lines[key],
                 )
@@ -751,26 +647,28 @@ class _Validator:
             names: tuple[str, ...] = ()
             reference_node = self.required(mapping, "reference_name", path, node)
             if reference_node is not None:
-                name = self.string(reference_node, _join(path, "reference_name"))
+                name = self.string(reference_node, join_path(path, "reference_name"))
                 if name is not None:
-                    self.check_target(name, _join(path, "reference_name"), reference_node, targets)
+                    self.check_target(
+                        name, join_path(path, "reference_name"), reference_node, targets
+                    )
                     names = (name,)
             threshold = None
             threshold_node = self.given(mapping, "threshold")
             if threshold_node is None:
                 self.error_at(
                     codes.MISSING_KEY,
-                    _join(path, "threshold"),
+                    join_path(path, "threshold"),
                     "string_f1 needs a threshold between 0 and 1 (the model is fooled when its "
                     "F1 is below it)",
                     node,
                 )
             else:
-                threshold = self.number(threshold_node, _join(path, "threshold"))
+                threshold = self.number(threshold_node, join_path(path, "threshold"))
                 if threshold is not None and not 0.0 <= threshold <= 1.0:
                     self.error_at(
                         codes.THRESHOLD_OUT_OF_RANGE,
-                        _join(path, "threshold"),
+                        join_path(path, "threshold"),
                         f"threshold must be between 0 and 1, got {threshold}",
                         threshold_node,
                     )
@@ -783,7 +681,7 @@ class _Validator:
         node = self.required(mapping, "reference_names", path, owner)
         if node is None:
             return ()
-        names_path = _join(path, "reference_names")
+        names_path = join_path(path, "reference_names")
         items = self.sequence(node, names_path)
         if items is None:
             return ()
@@ -838,11 +736,11 @@ class _Validator:
             if mapping is None:
                 continue
             type_node = self.required(mapping, "type", path, entry)
-            metric_type = self.string(type_node, _join(path, "type")) if type_node else None
+            metric_type = self.string(type_node, join_path(path, "type")) if type_node else None
             if metric_type in UNSUPPORTED_PERF_METRIC_TYPES:
                 self.error_at(
                     codes.NOT_SUPPORTED,
-                    _join(path, "type"),
+                    join_path(path, "type"),
                     UNSUPPORTED_PERF_METRIC_TYPES[metric_type],
                     type_node,
                 )
@@ -850,7 +748,7 @@ class _Validator:
             elif metric_type is not None and metric_type not in PERF_METRIC_TYPES:
                 self.error_at(
                     codes.UNKNOWN_PERF_METRIC,
-                    _join(path, "type"),
+                    join_path(path, "type"),
                     f"unknown perf_metric type {metric_type[:60]!r}; known: "
                     + ", ".join(PERF_METRIC_TYPES),
                     type_node,
@@ -858,7 +756,7 @@ class _Validator:
                 metric_type = None
             reference_node = self.required(mapping, "reference_name", path, entry)
             reference = (
-                self.string(reference_node, _join(path, "reference_name"))
+                self.string(reference_node, join_path(path, "reference_name"))
                 if reference_node
                 else None
             )
@@ -870,7 +768,7 @@ class _Validator:
             ):
                 self.error_at(
                     codes.PERF_REFERENCE_NOT_OUTPUT,
-                    _join(path, "reference_name"),
+                    join_path(path, "reference_name"),
                     f"{reference[:60]!r} is not an output field; outputs: "
                     + (", ".join(sorted(output_names)) or "none"),
                     reference_node,
@@ -910,7 +808,7 @@ class _Validator:
                 options[key] = plain_value(value)
             else:
                 self.wrong_type(
-                    _join(path, key), "a string, number, boolean or list of those", node
+                    join_path(path, key), "a string, number, boolean or list of those", node
                 )
         return options
 
@@ -929,13 +827,13 @@ class _Validator:
                 continue
             self.check_keys(mapping, path, frozenset({"type"}), "a delta metric")
             type_node = self.required(mapping, "type", path, item)
-            metric_type = self.string(type_node, _join(path, "type")) if type_node else None
+            metric_type = self.string(type_node, join_path(path, "type")) if type_node else None
             if metric_type is None:
                 continue
             if metric_type not in DELTA_METRIC_TYPES:
                 self.error_at(
                     codes.UNKNOWN_DELTA_METRIC,
-                    _join(path, "type"),
+                    join_path(path, "type"),
                     f"unknown delta metric {metric_type[:60]!r}; known: "
                     + ", ".join(DELTA_METRIC_TYPES),
                     type_node,
@@ -943,7 +841,7 @@ class _Validator:
             elif metric_type in metrics:
                 self.error_at(
                     codes.DUPLICATE_DELTA_METRIC,
-                    _join(path, "type"),
+                    join_path(path, "type"),
                     f"the delta metric {metric_type} is listed twice",
                     type_node,
                 )
@@ -964,18 +862,18 @@ class _Validator:
         self.check_keys(mapping, path, frozenset({"type", "default_weights"}), "aggregation_metric")
         type_node = self.given(mapping, "type")
         if type_node is not None:
-            metric_type = self.string(type_node, _join(path, "type"))
+            metric_type = self.string(type_node, join_path(path, "type"))
             if metric_type is not None and metric_type not in AGGREGATION_METRIC_TYPES:
                 self.error_at(
                     codes.UNKNOWN_AGGREGATION_METRIC,
-                    _join(path, "type"),
+                    join_path(path, "type"),
                     f"unknown aggregation_metric type {metric_type[:60]!r}; known: dynascore",
                     type_node,
                 )
         weights_node = self.given(mapping, "default_weights")
         if weights_node is None:
             return AggregationMetric()
-        weights_path = _join(path, "default_weights")
+        weights_path = join_path(path, "default_weights")
         weights_mapping = self.mapping(weights_node, weights_path)
         if weights_mapping is None:
             return AggregationMetric()
@@ -983,7 +881,7 @@ class _Validator:
         known += list(DELTA_METRIC_TYPES) + [name for name, _ in JOB_METRICS]
         weights: dict[str, float] = {}
         for key, value_node in weights_mapping.items.items():
-            key_path = _join(weights_path, key)
+            key_path = join_path(weights_path, key)
             # When perf_metric itself is broken, an unknown name may be a perf metric name:
             # stay silent rather than report a consequence of the first error.
             if key not in known and perf_complete:
@@ -994,7 +892,7 @@ class _Validator:
                     weights_mapping.key_lines[key],
                 )
                 continue
-            if not _is_number(value_node.value):
+            if not is_finite_number(value_node.value):
                 if value_node.value is not UNREADABLE:
                     self.error_at(
                         codes.WEIGHT_OUT_OF_RANGE,
@@ -1015,10 +913,6 @@ class _Validator:
                 continue
             weights[key] = weight
         return AggregationMetric(default_weights=MappingProxyType(weights))
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 def parse_task_config(text: str) -> TaskConfig:
