@@ -145,6 +145,7 @@ class _Reader:
         self.constructor = yaml.constructor.SafeConstructor()
 
     def issue(self, code: str, path: str, message: str, node: yaml.Node) -> None:
+        """Record a problem at the position of ``node``."""
         mark = node.start_mark
         self.issues.append(ConfigIssue(code, path, message, mark.line + 1, mark.column + 1))
 
@@ -197,6 +198,7 @@ class _Reader:
         return None
 
     def read_mapping(self, node: yaml.MappingNode, path: str, depth: int) -> LocatedMapping:
+        """Return the located mapping of ``node``, leaving out unusable and repeated keys."""
         mapping = LocatedMapping({}, {})
         for key_node, value_node in node.value:
             self.budget -= 1
