@@ -1,4 +1,11 @@
-"""The task-config schema: the one parser of task configs (pure: no DB, no HTTP)."""
+"""The task-config schema: the one parser of task configs (pure: no DB, no HTTP).
+
+``parse_task_config`` (``parser``) is the entry point: ``located_yaml`` reads the YAML with
+the line of every value, ``document`` checks it section by section through ``fields``,
+``field_relations``, ``model_wrong_metric`` and ``leaderboard_metrics`` (all reporting on one
+``checker.DocumentChecker``) and builds the ``TaskConfig`` of ``types``. ``values`` checks
+data against a parsed config; ``codes`` and ``errors`` hold the stable error codes and types.
+"""
 
 from tasks.config.errors import ConfigIssue, TaskConfigError
 from tasks.config.parser import parse_task_config
