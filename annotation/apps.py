@@ -11,7 +11,7 @@ class AnnotationConfig(AppConfig):
         from annotation import receivers
         from models_hub.models import Model, RoundModel
         from models_hub.signals import model_rows_changed
-        from tasks.models import Round, Task, TaskConfigVersion
+        from tasks.models import Context, Round, Task, TaskConfigVersion
 
         for signal in (post_save, post_delete):
             name = "saved" if signal is post_save else "deleted"
@@ -24,6 +24,11 @@ class AnnotationConfig(AppConfig):
                     sender=model,
                     dispatch_uid=f"annotation.{model.__name__}_{name}",
                 )
+            signal.connect(
+                receivers.on_context_saved,
+                sender=Context,
+                dispatch_uid=f"annotation.context_{name}",
+            )
             signal.connect(
                 receivers.on_round_model_saved,
                 sender=RoundModel,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from annotation.selectors.contexts import contexts_forget
 from annotation.selectors.tasks import task_bundle_forget
 from tasks.models import Task
 
@@ -48,3 +49,7 @@ def on_owners_changed(sender, instance, pk_set=None, reverse=False, **kwargs) ->
 
 def on_model_rows_changed(sender, task_ids, **kwargs) -> None:
     _forget_tasks(task_ids)
+
+
+def on_context_saved(sender, instance, **kwargs) -> None:
+    transaction.on_commit(lambda: contexts_forget(instance.pk), robust=True)

@@ -6,15 +6,20 @@ Every strategy reads only the round's contexts (optionally one tag) through the 
 choices never use ``ORDER BY random()``: a random id between the smallest and the largest
 candidate id is drawn and the first candidate at or after it is taken (a bounded index scan).
 
-- ``least_used`` (default): the smallest ``times_served``; ties broken at random.
+- ``least_used`` (default): the fewest showings (``times_served``), ties broken at random.
+  The ``SAMPLING_POOL`` contexts shown least are read at most every ``SAMPLING_POOL_SECONDS``
+  per round and tag and kept in the cache: the counters they are ordered by are themselves
+  applied every few seconds (``annotation.stats.buffer``), so a fresher read would not be
+  more exact. A tie wider than the pool is broken among its lowest ids, which move on as
+  their counters grow.
 - ``uniform``: any context of the round, at random.
-- ``least_fooled``: the smallest ``fooled_count``; ties broken at random.
+- ``least_fooled``: as ``least_used``, by the fewest examples that fooled the model.
 - ``failed_validation``: contexts whose examples were all settled incorrect (at least one);
   when there are none, falls back to ``least_used`` so workers are never stuck.
 
 Every strategy returns a context whenever the round (or tag) has one. Counters move under
 concurrent requests between the queries of one sampling; when the random pick comes back
-empty because of that, the least-used (or lowest-id) candidate is taken instead.
+empty because of that, the lowest-id candidate is taken instead.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db.models import F, Max, Min, QuerySet, Subquery
+from django.core.cache import cache
+from django.db.models import F, Max, Min, QuerySet
 
+from annotation.selectors.contexts import contexts_remember
 from tasks.models import Context, ContextSampling, Round
 
 
@@ -54,32 +61,23 @@ def _random_at_or_after(queryset: QuerySet, rng: random.Random) -> Context | Non
     return picked or queryset.order_by("id").first()
 
 
-def _least_by(pool: _Pool, counter: str, rng: random.Random) -> Context | None:
-    """The candidates with the lowest ``counter``, one of them at random (two queries).
+SAMPLING_POOL = 32
+SAMPLING_POOL_SECONDS = 2
 
-    The lowest value and the id bounds of its candidates come from one statement. A counter
-    that moved meanwhile can empty the pick; then the least-``counter`` context is taken.
-    """
-    candidates = pool.queryset()
-    lowest = candidates.order_by(counter, "id").values(counter)[:1]
-    grouped = (
-        candidates.filter(**{counter: Subquery(lowest)})
-        .order_by()
-        .values("round_id")
-        .annotate(low=Min("id"), high=Max("id"), value=Min(counter))
-        .values_list("low", "high", "value")
-    )
-    bounds = next(iter(grouped[:1]), None)
-    if bounds is not None:
-        low, high, value = bounds
-        picked = (
-            candidates.filter(**{counter: value, "id__gte": rng.randint(low, high)})
-            .order_by("id")
-            .first()
-        )
-        if picked is not None:
-            return picked
-    return candidates.order_by(counter, "id").first()
+
+def _least_by(pool: _Pool, counter: str, rng: random.Random) -> Context | None:
+    """A candidate with the lowest ``counter`` at random, from the cached list of the
+    ``SAMPLING_POOL`` lowest (read again once it is ``SAMPLING_POOL_SECONDS`` old)."""
+    key = f"annotation:sampling:{counter}:{pool.round_id}:{pool.tag}"
+    candidates = cache.get(key)
+    if candidates is None:
+        candidates = list(pool.queryset().order_by(counter, "id")[:SAMPLING_POOL])
+        if not candidates:
+            return None  # not kept: contexts uploaded now are sampled at once
+        cache.set(key, candidates, SAMPLING_POOL_SECONDS)
+        contexts_remember(candidates)  # the create POST reads the one it names from there
+    lowest = getattr(candidates[0], counter)
+    return rng.choice([context for context in candidates if getattr(context, counter) == lowest])
 
 
 def sample_least_used(pool: _Pool, rng: random.Random) -> Context | None:

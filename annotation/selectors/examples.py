@@ -15,13 +15,12 @@ from tasks.permissions import can_review_examples
 def example_get_for_actor(task: Task, example_id: int, actor: Actor) -> Example:
     """The actor's own example ``example_id`` of ``task`` (owners may see any), with its
     config version, context and model; NotFound otherwise."""
-    example = (
-        Example.objects.select_related("config_version", "context", "model")
-        .filter(task=task, pk=example_id)
-        .first()
-    )
-    if example is None:
-        raise NotFound("no such example")
+    try:
+        example = Example.objects.select_related("config_version", "context", "model").get(
+            task=task, pk=example_id
+        )
+    except Example.DoesNotExist:
+        raise NotFound("no such example") from None
     own = (actor.user is not None and example.user_id == actor.user.pk) or (
         actor.campaign_worker is not None and example.campaign_worker_id == actor.campaign_worker.pk
     )

@@ -16,12 +16,13 @@ ones.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.core.cache import cache
 
 from annotation.actors import Actor
 from annotation.sampling import sample_context
+from annotation.selectors.contexts import context_id_or_none, context_key, contexts_remember
 from models_hub.models import Model
 from models_hub.selectors import pickable_models
 from tasks.config import TaskConfig
@@ -46,6 +47,8 @@ class TaskBundle:
     task: Task
     open_rounds: tuple[Round, ...] = ()
     loop_models: dict[int, tuple[Model, ...]] = field(default_factory=dict)
+    # The cached row of the context a request named (``task_bundle(context_id=...)``).
+    requested_context: Context | None = None
 
     @property
     def version(self) -> TaskConfigVersion | None:
@@ -91,16 +94,22 @@ def _read_bundle(code: str) -> TaskBundle | None:
     )
 
 
-def task_bundle(code: str) -> TaskBundle | None:
+def task_bundle(code: str, *, context_id=None) -> TaskBundle | None:
     """The bundle of task ``code`` from the cache, read and cached on a miss; None for no
-    such task."""
+    such task. With ``context_id``, that context's cached row comes in the same cache read
+    (``bundle.requested_context``, see ``context_get``)."""
     key = bundle_key(code)
-    bundle = cache.get(key)
+    wanted = context_id_or_none(context_id)
+    keys = [key] if wanted is None else [key, context_key(wanted)]
+    found = cache.get_many(keys)
+    bundle = found.get(key)
     if bundle is None:
         bundle = _read_bundle(code)
         if bundle is None:
             return None
         cache.set(key, bundle, TASK_BUNDLE_SECONDS)
+    if wanted is not None:
+        bundle = replace(bundle, requested_context=found.get(context_key(wanted)))
     return bundle
 
 
@@ -128,10 +137,10 @@ def _checked(bundle: TaskBundle | None, code: str, actor: Actor | None) -> TaskB
     return bundle
 
 
-def bundle_for_actor(code: str, actor: Actor | None) -> TaskBundle:
+def bundle_for_actor(code: str, actor: Actor | None, *, context_id=None) -> TaskBundle:
     """The bundle of task ``code`` if ``actor`` may work on it (NotFound or
-    PermissionDenied otherwise)."""
-    return _checked(task_bundle(code), code, actor)
+    PermissionDenied otherwise); with ``context_id``, see ``task_bundle``."""
+    return _checked(task_bundle(code, context_id=context_id), code, actor)
 
 
 def round_for_actor(bundle: TaskBundle, actor: Actor) -> Round | None:
@@ -150,16 +159,24 @@ def task_for_reviewer(code: str, user) -> Task:
     return task
 
 
-def context_get(round_: Round, context_id) -> Context | None:
+def context_get(round_: Round, context_id, cached: Context | None = None) -> Context | None:
     """Context ``context_id`` of ``round_``; None for none, another round's, or a value that
-    is not an id."""
-    try:
-        pk = int(context_id)
-    except (TypeError, ValueError):
+    is not an id. ``cached``: its row as the cache held it (``bundle.requested_context``),
+    used when it is that context; otherwise it is read and kept in the cache. A cached row's
+    counters may be behind: only its data and keys are read here."""
+    pk = context_id_or_none(context_id)
+    if pk is None:
         return None
-    context = Context.objects.filter(round_id=round_.pk, pk=pk).first()
-    if context is not None:
-        context.round = round_
+    context = cached if cached is not None and cached.pk == pk else None
+    if context is None:
+        try:
+            context = Context.objects.get(pk=pk)
+        except Context.DoesNotExist:
+            return None
+        contexts_remember([context])
+    if context.round_id != round_.pk:
+        return None
+    context.round = round_
     return context
 
 

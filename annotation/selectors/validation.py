@@ -110,7 +110,10 @@ def example_for_validation(task: Task, example_id: int | None, actor: Actor) -> 
     """
     if example_id is None:
         return None
-    example = in_queue_query(actor, example_id).first()
+    try:
+        example = in_queue_query(actor, example_id).get()
+    except Example.DoesNotExist:
+        return None
     if example is None or example.task_id != task.pk or not example.in_queue:
         return None
     return example

@@ -47,15 +47,14 @@ def require_creator(example: Example, actor: Actor) -> None:
 def example_locked(example_id: int, *related: str) -> Example:
     """Lock and return example ``example_id`` with its config version and ``related`` (call
     inside a transaction); NotFound when it does not exist."""
-    example = (
-        Example.objects.select_for_update(of=("self",))
-        .select_related("config_version", *related)
-        .filter(pk=example_id)
-        .first()
-    )
-    if example is None:
-        raise NotFound("no such example")
-    return example
+    try:
+        return (
+            Example.objects.select_for_update(of=("self",))
+            .select_related("config_version", *related)
+            .get(pk=example_id)
+        )
+    except Example.DoesNotExist:
+        raise NotFound("no such example") from None
 
 
 def retry_on_deadlock(function):

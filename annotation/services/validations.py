@@ -58,16 +58,15 @@ def _locked_for_validation(example_id: int, actor: Actor) -> Example:
     validated it already (true until the commit: every validation locks the example first)."""
     column, actor_id = actor.id_column()
     validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
-    example = (
-        Example.objects.select_for_update(of=("self",))
-        .select_related("config_version", "context")
-        .annotate(validated_by_actor=Exists(validated))
-        .filter(pk=example_id)
-        .first()
-    )
-    if example is None:
-        raise NotFound("no such example")
-    return example
+    try:
+        return (
+            Example.objects.select_for_update(of=("self",))
+            .select_related("config_version", "context")
+            .annotate(validated_by_actor=Exists(validated))
+            .get(pk=example_id)
+        )
+    except Example.DoesNotExist:
+        raise NotFound("no such example") from None
 
 
 def _settled_values(example: Example, state: str, *, by_owner: bool) -> dict[str, Any]:

@@ -38,7 +38,8 @@ from tasks.config.values import check_worker_input
 @annotation_view
 def create(request, code: str):
     actor = request.actor
-    bundle = bundle_for_actor(code, actor)
+    context_id = request.POST.get("context_id") if request.method == "POST" else None
+    bundle = bundle_for_actor(code, actor, context_id=context_id)
     require_campaign_kind(actor, Campaign.Kind.CREATE)
     if actor.is_campaign and campaign_quota_reached(actor):
         return redirect(campaign_done_url(bundle.task))
@@ -65,7 +66,7 @@ def create(request, code: str):
 def _submit(request, bundle, round_):
     task, config, actor = bundle.task, bundle.config, request.actor
     form = CreateForm(request.POST, config=config)
-    context = context_get(round_, request.POST.get("context_id"))
+    context = context_get(round_, request.POST.get("context_id"), bundle.requested_context)
     goal_label = request.POST.get(config.goal_field.name, "") if config.goal_field else ""
     if not form.is_valid():
         return pages.create_page(

@@ -113,8 +113,23 @@ def test_least_used_race_falls_back_to_the_least_served(task, round_):
     assert picked.pk in {contexts[1].pk, contexts[2].pk}
 
 
-def test_least_used_takes_two_queries(task, round_):
-    make(task, 30)
+def test_least_used_reads_its_pool_once_in_a_while(task, round_, monkeypatch):
+    """One query reads the pool; the next samplings take it from the cache until it is
+    ``SAMPLING_POOL_SECONDS`` old."""
+    from django.core.cache import cache
+
+    from annotation import sampling
+
+    make(task, 40)
     with CaptureQueriesContext(connection) as queries:
         assert sample_context(round_, ContextSampling.LEAST_USED) is not None
-    assert len(queries) == 2
+    assert len(queries) == 1
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(5):
+            assert sample_context(round_, ContextSampling.LEAST_USED) is not None
+    assert len(queries) == 0
+    cache.clear()  # the pool expired
+    Context.objects.update(times_served=9)
+    fresh = ContextFactory(task=task)
+    assert sample_context(round_, ContextSampling.LEAST_USED).pk == fresh.pk
+    assert sampling.SAMPLING_POOL_SECONDS <= 5
