@@ -8,11 +8,10 @@ Shards
     ``model.batch_size`` go to the endpoint through ``models_hub.client`` on
     ``model.max_concurrency`` HTTP threads, with up to ``IN_FLIGHT_BATCHES_PER_SLOT`` batches
     per thread queued ahead, so the threads never wait while this thread reads the next chunk
-    or writes. Every ``WRITE_CHUNK`` examples the answered batches are written by one
-    ``INSERT ... ON CONFLICT DO NOTHING`` whose single parameter is the batches as JSON (no
-    model instance or per-row adaptation in Python), in one transaction with the ``F()``
-    counters, committed without waiting for the WAL flush (a crash loses at most the last
-    writes, which the resumed shard sends again). Retryable errors are retried by the client
+    or writes. Every ``WRITE_CHUNK`` examples the answered batches are written by
+    ``leaderboards.sql.predictions_insert`` (``INSERT ... ON CONFLICT DO NOTHING``, plain
+    parameters, no model instance per row), in one transaction with the ``F()`` counters,
+    so counters and rows never fall out of step. Retryable errors are retried by the client
     (``EVAL_RETRY``); a terminal error fails the shard and the run, keeping the predictions
     already made, the error code and the first bad response (an excerpt, token scrubbed by
     the client).
@@ -45,7 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+import orjson
+from django.db import transaction
 from django.db.models import Exists, F, FilteredRelation, OuterRef, Q, Subquery, TextField
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
@@ -62,6 +62,7 @@ from leaderboards.models import (
     Score,
     main_per_tag_of,
 )
+from leaderboards.sql import predictions_insert
 from models_hub import client as model_client
 from models_hub.errors import ModelCallError
 from models_hub.selectors import endpoint_spec
@@ -103,24 +104,6 @@ def use_client(client: model_client.ModelClient | None, retry: RetryPolicy | Non
 
 
 # -- shards ----------------------------------------------------------------------------------
-# One statement writes a whole flush. The parameter is one JSON array of batches,
-# ``[latency_ms, model_version, raw_excerpt, [example ids], [outputs]]``, encoded by a single
-# ``json.dumps`` call; PostgreSQL unpacks it. Building a ``Prediction`` per row and letting
-# ``bulk_create`` adapt eight parameter arrays item by item (psycopg's list dumper is pure
-# Python) cost more GIL time than all the HTTP requests of the shard together.
-_INSERT_PREDICTIONS = """
-INSERT INTO {table} (run_id, example_id, output, error_code, latency_ms, model_version,
-                     raw_excerpt, created_at)
-SELECT %s, item.example_id::bigint, item.output, '', (batch.value->>0)::double precision,
-       batch.value->>1, CASE WHEN item.position = 1 THEN batch.value->>2 ELSE '' END, now()
-FROM jsonb_array_elements(%s::jsonb) AS batch(value),
-     LATERAL ROWS FROM (
-         jsonb_array_elements_text(batch.value->3), jsonb_array_elements(batch.value->4)
-     ) WITH ORDINALITY AS item(example_id, output, position)
-ON CONFLICT DO NOTHING
-"""
-
-
 @dataclass
 class _Flush:
     """Batches answered since the last write, and their latencies."""
@@ -167,36 +150,27 @@ def _pending_batches(
             )
 
 
+def _output_text(output: Any) -> str:
+    """Return ``output`` as JSON text (orjson; ``json`` for what orjson refuses)."""
+    try:
+        return orjson.dumps(output).decode()
+    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
+        return json.dumps(output, allow_nan=False, separators=(",", ":"))
+
+
 def _write_predictions(run_id: int, batches: list[list[Any]]) -> int:
-    """Insert the predictions of ``batches`` (existing ones are kept); return rows written."""
-    if not batches:
-        return 0
-    if connection.vendor != "postgresql":
-        return _write_predictions_portable(run_id, batches)
-    sql = _INSERT_PREDICTIONS.format(table=connection.ops.quote_name(Prediction._meta.db_table))
-    payload = json.dumps(batches, allow_nan=False, separators=(",", ":"))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [run_id, payload])
-        return max(cursor.rowcount, 0)
+    """Insert the predictions of ``batches`` (existing ones are kept); return rows written.
 
-
-def _write_predictions_portable(run_id: int, batches: list[list[Any]]) -> int:
-    """Insert predictions through the ORM (SQLite development databases)."""
-    rows = [
-        Prediction(
-            run_id=run_id,
-            example_id=example_id,
-            output=output,
-            latency_ms=latency,
-            model_version=version,
-            raw_excerpt=excerpt if index == 0 else "",
-        )
-        for latency, version, excerpt, example_ids, outputs in batches
-        for index, (example_id, output) in enumerate(zip(example_ids, outputs, strict=True))
-    ]
-    before = Prediction.objects.filter(run_id=run_id).count()
-    Prediction.objects.bulk_create(rows, ignore_conflicts=True)
-    return Prediction.objects.filter(run_id=run_id).count() - before
+    Each batch is ``[latency_ms, model_version, raw_excerpt, [example ids], [outputs]]``; its
+    raw response is kept once, with its first example.
+    """
+    return predictions_insert(
+        [
+            (run_id, example_id, _output_text(output), latency, version, "" if index else excerpt)
+            for latency, version, excerpt, example_ids, outputs in batches
+            for index, (example_id, output) in enumerate(zip(example_ids, outputs, strict=True))
+        ]
+    )
 
 
 def shard_execute(shard_id: int) -> dict[str, Any]:
@@ -252,7 +226,7 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
         state.latencies.append(latency)
         version = (result.model_version or "")[:200]
         state.model_version = state.model_version or version
-        # No per-row work here: the batch is written as it came (see _INSERT_PREDICTIONS);
+        # No per-row work here: the batch is written as it came (see _write_predictions);
         # its raw response is kept once, with its first example.
         state.batches.append(
             [latency, version, result.raw_excerpt[:RAW_EXCERPT_CHARS], example_ids, result.outputs]
@@ -266,13 +240,11 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
         updates: dict[str, Any] = {}
         if state.model_version:
             updates["model_version"] = state.model_version
-        # One transaction per flush (the rows and both counters), committed without waiting
-        # for the WAL flush: a crash can lose at most the last flushes, which the resumable
-        # shard then sends again; it can never leave counters and rows out of step.
+        # One transaction per flush (the rows and both counters): a crash can never leave
+        # counters and rows out of step, and the resumable shard sends what was lost again.
+        # (On PostgreSQL, eval workers started with PGOPTIONS="-c synchronous_commit=off"
+        # commit without waiting for the WAL flush; that loses at most the last flushes.)
         with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
             written = _write_predictions(run.pk, state.batches)
             EvaluationShard.objects.filter(pk=shard.pk).update(
                 done=F("done") + written,
