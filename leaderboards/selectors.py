@@ -22,7 +22,7 @@ import orjson
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import BinaryField, Case, F, Q, TextField, Value, When
 from django.db.models.functions import Cast
 
@@ -46,6 +46,7 @@ from leaderboards.models import (
     Prediction,
     Score,
 )
+from leaderboards.sql import board_data_stamp
 from leaderboards.tables import (
     DEFAULT_INSTANCE_MEMORY_GB,
     DEFAULT_PAGE_SIZE,
@@ -202,24 +203,12 @@ def _data_version(task: Task) -> str:
     """Return the version of the data of ``task``'s leaderboards, in one query.
 
     The cube format, the task's config version and its metrics, and the count and last
-    change of the task's models and of the scores on its datasets (two index-backed
-    subqueries each): a new, changed or deleted model or score changes it. Renaming a user
-    who owns models deletes the cubes that hold the name (``leaderboards.receivers``).
+    change of the task's models and of the scores on its datasets
+    (``leaderboards.sql.board_data_stamp``): a new, changed or deleted model or score
+    changes it. Renaming a user who owns models deletes the cubes that hold the name
+    (``leaderboards.receivers``).
     """
-    # Table names come from the models' meta and every value is a query parameter.
-    models = Model._meta.db_table
-    scores = Score._meta.db_table
-    datasets = Dataset._meta.db_table
-    task_datasets = f"SELECT id FROM {datasets} WHERE task_id = %s"  # noqa: S608
-    on_task = f"FROM {scores} WHERE dataset_id IN ({task_datasets})"
-    sql = (
-        f"SELECT (SELECT COUNT(*) FROM {models} WHERE task_id = %s), "  # noqa: S608
-        f"(SELECT MAX(updated_at) FROM {models} WHERE task_id = %s), "
-        f"(SELECT COUNT(*) {on_task}), (SELECT MAX(updated_at) {on_task})"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [task.pk] * 4)
-        row = cursor.fetchone()
+    row = board_data_stamp(task.pk)
     config = task.config
     specs = config.metrics() if config is not None else ()
     # A config version edited in place (while no data refers to it) keeps its id.

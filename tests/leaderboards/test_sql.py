@@ -7,8 +7,8 @@ import json
 import pytest
 
 from leaderboards.models import DatasetExample, EvaluationRun, Prediction
-from leaderboards.sql import PREDICTION_ROWS_PER_STATEMENT, predictions_insert
-from tests.factories import DatasetFactory, ModelFactory
+from leaderboards.sql import PREDICTION_ROWS_PER_STATEMENT, board_data_stamp, predictions_insert
+from tests.factories import DatasetFactory, ModelFactory, ScoreFactory, TaskFactory
 
 
 @pytest.fixture
@@ -71,3 +71,29 @@ def test_many_rows_take_a_statement_per_hundred(run_and_examples, django_assert_
     assert Prediction.objects.filter(run=run).count() == len(example_ids)
     with django_assert_max_num_queries(0):
         assert predictions_insert([]) == 0
+
+
+@pytest.mark.django_db
+def test_the_board_data_stamp_changes_with_the_tasks_models_and_scores(
+    task, django_assert_num_queries
+):
+    dataset = DatasetFactory(task=task)
+    elsewhere = ScoreFactory(dataset=DatasetFactory(task=TaskFactory()))
+
+    def stamp():
+        with django_assert_num_queries(1):
+            return board_data_stamp(task.pk)
+
+    empty = stamp()
+    assert (empty[0], empty[2]) == (0, 0)
+    model = ModelFactory(task=task)
+    score = ScoreFactory(model=model, dataset=dataset)
+    stamps = [empty, stamp()]
+    assert (stamps[-1][0], stamps[-1][2]) == (1, 1)
+    elsewhere.save()
+    assert stamp() == stamps[-1]
+    for change in (score.save, model.save, score.delete):
+        change()
+        stamps.append(stamp())
+    assert len(set(stamps)) == len(stamps)
+    assert stamps[-1][2] == 0
