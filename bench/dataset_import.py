@@ -5,8 +5,8 @@ Writes N synthetic sentiment rows as JSON Lines, then in one run on a throwaway 
 
 - ``bare``: build ``DatasetExample`` objects from already-parsed dicts and ``bulk_create``
   them in batches of 2,000 in one transaction (no reading, no checks);
-- ``ours``: ``leaderboards.services.dataset_import`` on the file (streamed reading, every
-  line checked against the task config, all-or-nothing, batches of 2,000).
+- ``ours``: ``leaderboards.services.datasets.dataset_import`` on the file (streamed reading,
+  every line checked against the task config, all-or-nothing, batches of 2,000).
 
 Prints one JSON line: ``rows_per_second``, ``bare_rows_per_second``, ``ratio`` (target >= 0.33),
 ``rows``.
@@ -54,8 +54,8 @@ def main() -> None:
     old_name = connection.settings_dict["NAME"]
     name = _benchdb.create_database()
     try:
-        from leaderboards import services
         from leaderboards.models import Dataset, DatasetExample
+        from leaderboards.services.datasets import dataset_import
         from tasks import services as task_services
 
         config = (Path(_benchdb.ROOT) / "tasks" / "demo_data" / "sentiment.yaml").read_text()
@@ -97,7 +97,7 @@ def main() -> None:
 
         started = time.perf_counter()
         with open(path, "rb") as stream:
-            dataset = services.dataset_import(
+            dataset = dataset_import(
                 task, stream, name="ours", slug="ours", filename=path, evaluate=False
             )
         ours_seconds = time.perf_counter() - started

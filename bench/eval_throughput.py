@@ -119,8 +119,8 @@ def setup_run(url: str, count: int, batch_size: int, concurrency: int) -> dict:
     """In a process of its own: build the dataset, the model and the run; return the run id."""
     from django.contrib.auth import get_user_model
 
-    from leaderboards import services
     from leaderboards.models import Dataset, DatasetExample
+    from leaderboards.services.runs import evaluation_run_create
     from models_hub.models import Model
     from tasks import services as task_services
 
@@ -157,7 +157,7 @@ def setup_run(url: str, count: int, batch_size: int, concurrency: int) -> dict:
         batch_size=batch_size,
         max_concurrency=concurrency,
     )
-    run = services.evaluation_run_create(model, dataset)
+    run = evaluation_run_create(model, dataset)
     return {"run_id": run.pk}
 
 

@@ -56,9 +56,9 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from leaderboards.evaluation import board_cube_refresh  # noqa: E402
 from leaderboards.models import BoardCube, Dataset, Score, main_per_tag_of  # noqa: E402
-from leaderboards.selectors import _cube_from_scores  # noqa: E402
+from leaderboards.selectors.cubes import score_cube_build  # noqa: E402
+from leaderboards.services.scores import board_cube_refresh  # noqa: E402
 from models_hub.models import Model  # noqa: E402
 from tasks import services  # noqa: E402
 from tasks.models import Task  # noqa: E402
@@ -120,7 +120,7 @@ def build_board(count: int, owner) -> str:
                         "memory_utilization": 1.0 + index % 9,
                     },
                     per_tag=per_tag,
-                    # As ``leaderboards.evaluation.score_refresh`` writes it.
+                    # As ``leaderboards.services.scores.score_refresh`` writes it.
                     main_per_tag=main_per_tag_of(per_tag, MAIN),
                     example_count=500,
                 )
@@ -177,7 +177,7 @@ def median_build_ms(codes: dict[int, str], repeats: int) -> dict:
     for _ in range(repeats):
         for count, task in tasks.items():
             started = time.perf_counter()
-            _cube_from_scores(task)
+            score_cube_build(task)
             timings[count].append((time.perf_counter() - started) * 1000)
     return {count: statistics.median(values) for count, values in timings.items()}
 

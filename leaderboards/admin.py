@@ -12,9 +12,10 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from leaderboards import services
-from leaderboards.forms_datasets import DatasetUploadForm
+from leaderboards.forms import DatasetUploadForm
 from leaderboards.models import Dataset, EvaluationRun, RunStatus
+from leaderboards.services.datasets import dataset_generate_perturbation, dataset_import
+from leaderboards.services.runs import evaluation_run_retry, evaluation_runs_for_dataset
 from tasks.admin import OwnerScopedAdmin
 from tasks.errors import ServiceError
 from tasks.models import Task
@@ -58,7 +59,7 @@ class DatasetAdmin(OwnerScopedAdmin):
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                dataset = services.dataset_import(
+                dataset = dataset_import(
                     task,
                     upload.file,
                     filename=upload.name,
@@ -84,7 +85,7 @@ class DatasetAdmin(OwnerScopedAdmin):
     def _generate(self, request, queryset, kind):
         for dataset in queryset.filter(perturbation_of__isnull=True):
             try:
-                copy = services.dataset_generate_perturbation(dataset, kind, user=request.user)
+                copy = dataset_generate_perturbation(dataset, kind, user=request.user)
             except ServiceError as error:
                 messages.error(request, f"{dataset}: {error.message}")
             else:
@@ -105,7 +106,7 @@ class DatasetAdmin(OwnerScopedAdmin):
     def evaluate_again(self, request, queryset):
         count = 0
         for dataset in queryset:
-            count += len(services.evaluation_runs_for_dataset(dataset, trigger="rerun"))
+            count += len(evaluation_runs_for_dataset(dataset, trigger="rerun"))
         messages.success(request, f"Created {count} runs.")
 
 
@@ -125,7 +126,7 @@ class EvaluationRunAdmin(OwnerScopedAdmin):
         retried = 0
         for run in queryset.filter(status=RunStatus.FAILED):
             try:
-                services.evaluation_run_retry(run, user=request.user)
+                evaluation_run_retry(run, user=request.user)
                 retried += 1
             except ServiceError as error:
                 messages.error(request, f"run {run.pk}: {error.message}")

@@ -1,8 +1,9 @@
 """REST API of the leaderboards: datasets, evaluation runs, scores, the table, forks, snapshots.
 
-The leaderboard endpoint runs the page's code path: ``selectors.leaderboard_query`` parses the
-same query string (``w_<metric>``, ``d_<dataset>``, ``sort``, ``page``, ``page_size``) and
-``selectors.leaderboard_table`` builds the same table, rendered with ``as_dict()``.
+The leaderboard endpoint runs the page's code path (``leaderboards.selectors.boards``):
+``leaderboard_query`` parses the same query string (``w_<metric>``, ``d_<dataset>``,
+``sort``, ``page``, ``page_size``) and ``leaderboard_table`` builds the same table,
+rendered with ``as_dict()``.
 """
 
 from __future__ import annotations
@@ -15,8 +16,27 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dynatask_site.api import require
-from leaderboards import selectors, selectors_runs, services
-from leaderboards.models import AccessType, RunTrigger
+from leaderboards.models import RunTrigger
+from leaderboards.selectors.boards import (
+    leaderboard_fork_get,
+    leaderboard_forks,
+    leaderboard_query,
+    leaderboard_snapshot_get,
+    leaderboard_snapshots,
+    leaderboard_table_for_query,
+)
+from leaderboards.selectors.datasets import (
+    dataset_examples_page,
+    dataset_get_visible,
+    datasets_for_task,
+)
+from leaderboards.selectors.models import model_results
+from leaderboards.selectors.runs import (
+    run_get_visible,
+    run_progress,
+    run_visible_score,
+    runs_for_model,
+)
 from leaderboards.serializers import (
     DatasetExamplePageSerializer,
     DatasetSerializer,
@@ -33,12 +53,11 @@ from leaderboards.serializers import (
     SnapshotDetailSerializer,
     SnapshotSerializer,
 )
-from leaderboards.services_boards import fork_create, snapshot_create
-from leaderboards.tables import (
-    DATASET_PARAMETER_PREFIX,
-    METRIC_PARAMETER_PREFIX,
-    parse_leaderboard_query,
-)
+from leaderboards.services.boards import fork_create, snapshot_create
+from leaderboards.services.datasets import dataset_import
+from leaderboards.services.predictions import predictions_import
+from leaderboards.services.runs import evaluation_run_create, evaluation_run_retry
+from leaderboards.tables.results import DATASET_PARAMETER_PREFIX, METRIC_PARAMETER_PREFIX
 from models_hub.selectors import model_can_edit, model_get_visible
 from tasks.permissions import can_manage_task
 from tasks.selectors import task_get_visible
@@ -77,7 +96,7 @@ class DatasetListView(APIView):
     )
     def get(self, request, code: str):
         task = task_get_visible(code, request.user)
-        datasets = selectors_runs.datasets_for_task(task, request.user)
+        datasets = datasets_for_task(task, request.user)
         return Response(DatasetSerializer(datasets, many=True).data)
 
     @extend_schema(
@@ -96,7 +115,7 @@ class DatasetListView(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         upload = data["file"]
-        dataset = services.dataset_import(
+        dataset = dataset_import(
             task,
             upload.file,
             filename=upload.name,
@@ -112,7 +131,7 @@ class DatasetListView(APIView):
             perturbation_kind=data.get("perturbation_kind", ""),
             user=request.user,
         )
-        dataset = selectors_runs.dataset_get_visible(task, dataset.slug, request.user)
+        dataset = dataset_get_visible(task, dataset.slug, request.user)
         return Response(DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
 
 
@@ -120,7 +139,7 @@ class DatasetDetailView(APIView):
     @extend_schema(tags=["datasets"], summary="Read a dataset", responses=DatasetSerializer)
     def get(self, request, code: str, slug: str):
         task = task_get_visible(code, request.user)
-        dataset = selectors_runs.dataset_get_visible(task, slug, request.user)
+        dataset = dataset_get_visible(task, slug, request.user)
         return Response(DatasetSerializer(dataset).data)
 
 
@@ -133,8 +152,8 @@ class DatasetExamplesView(APIView):
     )
     def get(self, request, code: str, slug: str):
         task = task_get_visible(code, request.user)
-        dataset = selectors_runs.dataset_get_visible(task, slug, request.user)
-        page, rows = selectors_runs.dataset_examples_page(
+        dataset = dataset_get_visible(task, slug, request.user)
+        page, rows = dataset_examples_page(
             dataset, request.user, request.query_params.get("page") or 1
         )
         return Response(
@@ -163,14 +182,7 @@ class DatasetExamplesView(APIView):
 def run_body(run, user, progress=None) -> dict:
     """The run page's facts: progress, and the score unless the dataset is hidden from you."""
     can_manage = model_can_edit(run.model, user)
-    show_score = can_manage or run.dataset.access_type != AccessType.HIDDEN
-    score = None
-    if show_score:
-        score = (
-            run.model.scores.filter(dataset_id=run.dataset.perturbation_of_id or run.dataset_id)
-            .select_related("dataset")
-            .first()
-        )
+    score = run_visible_score(run, user)
     body = {
         "id": run.pk,
         "model": run.model_id,
@@ -186,7 +198,7 @@ def run_body(run, user, progress=None) -> dict:
         "created_at": run.created_at,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
-        "progress": vars(progress or selectors_runs.run_progress(run)),
+        "progress": vars(progress or run_progress(run)),
         "can_manage": can_manage,
         "score": ScoreSerializer(score).data if score is not None else None,
     }
@@ -205,7 +217,7 @@ class ModelRunListView(APIView):
     )
     def get(self, request, pk: int):
         model = model_get_visible(pk, request.user)
-        runs = selectors_runs.runs_for_model(model, request.user)
+        runs = runs_for_model(model, request.user)
         return Response([run_body(run, request.user, progress) for run, progress in runs])
 
     @extend_schema(
@@ -220,13 +232,11 @@ class ModelRunListView(APIView):
         require(request, _edits_model, model, "only the model's owner can run it")
         serializer = RunCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        dataset = selectors_runs.dataset_get_visible(
+        dataset = dataset_get_visible(
             model.task, serializer.validated_data["dataset"], request.user
         )
-        run = services.evaluation_run_create(
-            model, dataset, trigger=RunTrigger.RERUN, user=request.user
-        )
-        run = selectors_runs.run_get_visible(run.pk, request.user)
+        run = evaluation_run_create(model, dataset, trigger=RunTrigger.RERUN, user=request.user)
+        run = run_get_visible(run.pk, request.user)
         return Response(run_body(run, request.user), status=status.HTTP_201_CREATED)
 
 
@@ -235,7 +245,7 @@ class RunDetailView(APIView):
         tags=["evaluations"], summary="A run's status and progress", responses=RunSerializer
     )
     def get(self, request, pk: int):
-        run = selectors_runs.run_get_visible(pk, request.user)
+        run = run_get_visible(pk, request.user)
         return Response(run_body(run, request.user))
 
 
@@ -247,10 +257,10 @@ class RunRetryView(APIView):
         responses=RunSerializer,
     )
     def post(self, request, pk: int):
-        run = selectors_runs.run_get_visible(pk, request.user)
+        run = run_get_visible(pk, request.user)
         require(request, _edits_model, run.model, "only the model's owner can retry its runs")
-        services.evaluation_run_retry(run, user=request.user)
-        run = selectors_runs.run_get_visible(pk, request.user)
+        evaluation_run_retry(run, user=request.user)
+        run = run_get_visible(pk, request.user)
         return Response(run_body(run, request.user))
 
 
@@ -269,9 +279,9 @@ class PredictionsUploadView(APIView):
         serializer = PredictionsUploadSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        dataset = selectors_runs.dataset_get_visible(model.task, data["dataset"], request.user)
+        dataset = dataset_get_visible(model.task, data["dataset"], request.user)
         upload = data["file"]
-        run = services.predictions_import(
+        run = predictions_import(
             model,
             dataset,
             upload.file,
@@ -279,7 +289,7 @@ class PredictionsUploadView(APIView):
             fmt=data.get("format"),
             user=request.user,
         )
-        run = selectors_runs.run_get_visible(run.pk, request.user)
+        run = run_get_visible(run.pk, request.user)
         return Response(run_body(run, request.user), status=status.HTTP_201_CREATED)
 
 
@@ -291,7 +301,7 @@ class ModelScoreListView(APIView):
     )
     def get(self, request, pk: int):
         model = model_get_visible(pk, request.user)
-        results = selectors.model_results(model, request.user)
+        results = model_results(model, request.user)
         return Response(ScoreSerializer(results.scores, many=True).data)
 
 
@@ -299,9 +309,7 @@ class ModelScoreListView(APIView):
 
 
 def _table(request, task, fork=None):
-    return selectors.leaderboard_table_for_query(
-        task, request.query_params, request.user, fork=fork
-    )
+    return leaderboard_table_for_query(task, request.query_params, request.user, fork=fork)
 
 
 def _posted_weighting(request, task, data: dict):
@@ -314,8 +322,8 @@ def _posted_weighting(request, task, data: dict):
         flat[f"{DATASET_PARAMETER_PREFIX}{slug}"] = str(weight)
     if data.get("sort"):
         flat["sort"] = data["sort"]
-    datasets = selectors.leaderboard_datasets(task, request.user)
-    return parse_leaderboard_query(flat, task.config, datasets)
+    query, _ = leaderboard_query(task, flat, request.user)
+    return query
 
 
 class LeaderboardView(APIView):
@@ -338,7 +346,7 @@ class ForkListView(APIView):
     )
     def get(self, request, code: str):
         task = task_get_visible(code, request.user)
-        return Response(ForkSerializer(selectors.leaderboard_forks(task), many=True).data)
+        return Response(ForkSerializer(leaderboard_forks(task), many=True).data)
 
     @extend_schema(
         tags=["leaderboards"],
@@ -371,7 +379,7 @@ class ForkDetailView(APIView):
     )
     def get(self, request, code: str, slug: str):
         task = task_get_visible(code, request.user)
-        fork = selectors.leaderboard_fork_get(task, slug)
+        fork = leaderboard_fork_get(task, slug)
         body = dict(ForkSerializer(fork).data)
         body["table"] = _table(request, task, fork).as_dict()
         return Response(body)
@@ -385,7 +393,7 @@ class SnapshotListView(APIView):
     )
     def get(self, request, code: str):
         task = task_get_visible(code, request.user)
-        return Response(SnapshotSerializer(selectors.leaderboard_snapshots(task), many=True).data)
+        return Response(SnapshotSerializer(leaderboard_snapshots(task), many=True).data)
 
     @extend_schema(
         tags=["leaderboards"],
@@ -415,7 +423,7 @@ class SnapshotDetailView(APIView):
     )
     def get(self, request, code: str, pk: int):
         task = task_get_visible(code, request.user)
-        snapshot = selectors.leaderboard_snapshot_get(task, pk)
+        snapshot = leaderboard_snapshot_get(task, pk)
         body = dict(SnapshotSerializer(snapshot).data)
         body["table"] = snapshot.table
         return Response(body)

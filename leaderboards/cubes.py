@@ -7,7 +7,7 @@ scatter into arrays on every computed page. The cube holds the result of that wo
 metrics) for *every* model of the task and every original dataset, with what decides who
 sees a model (published, owner, anonymous). It is stored in one row
 (``leaderboards.models.BoardCube``), rebuilt when the task's models or scores change
-(``leaderboards.selectors.score_cube``), and each page takes from it the models and
+(``leaderboards.selectors.cubes.score_cube``), and each page takes from it the models and
 datasets its viewer may see (``cube_board``) and computes the Dynascore of the requested
 weighting as before.
 
@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from leaderboards.tables import Board, DatasetRecord, ModelRecord, ScoreColumns
+from leaderboards.tables.board import Board
+from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns
 
 # Bump when the layout changes: a stored cube of another format is rebuilt, never read.
 CUBE_FORMAT = 1

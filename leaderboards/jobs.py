@@ -35,8 +35,9 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.worker import Worker
 
-from leaderboards import evaluation, services
 from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus
+from leaderboards.services.scores import run_finalize, scores_recompute_for_task
+from leaderboards.services.shards import shard_execute, shard_fail
 from tasks.models import Task
 
 logger = logging.getLogger(__name__)
@@ -52,12 +53,12 @@ FAILURE_TTL = 7 * 86_400
 # -- job functions ----------------------------------------------------------------------------
 def eval_shard_job(shard_id: int) -> dict[str, Any]:
     """Run evaluation shard ``shard_id``."""
-    return evaluation.shard_execute(shard_id)
+    return shard_execute(shard_id)
 
 
 def finalize_run_job(run_id: int) -> dict[str, Any]:
     """Finalize evaluation run ``run_id`` (no-op unless it is finalizing)."""
-    return evaluation.run_finalize(run_id)
+    return run_finalize(run_id)
 
 
 def rescore_task_job(task_id: int) -> dict[str, Any]:
@@ -65,7 +66,7 @@ def rescore_task_job(task_id: int) -> dict[str, Any]:
     task = Task.objects.select_related("current_config").filter(pk=task_id).first()
     if task is None:
         return {"status": "missing"}
-    return {"status": "done", "scores": services.scores_recompute_for_task(task)}
+    return {"status": "done", "scores": scores_recompute_for_task(task)}
 
 
 def on_shard_failure(job, connection, exc_type, exc_value, traceback) -> None:
@@ -80,7 +81,7 @@ def on_shard_failure(job, connection, exc_type, exc_value, traceback) -> None:
         return  # a dead job whose shard was enqueued again (``shards_recover``)
     message = f"the evaluation job stopped: {exc_type.__name__}"
     with contextlib.suppress(EvaluationShard.DoesNotExist):
-        evaluation.shard_fail(int(shard_id), "run.job_failed", message)
+        shard_fail(int(shard_id), "run.job_failed", message)
 
 
 # -- enqueue helpers --------------------------------------------------------------------------

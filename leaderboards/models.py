@@ -309,7 +309,7 @@ class BoardCube(models.Model):
     the task's original datasets; ``version`` names the data it was built from (the cube
     format, the task's config version and the models' and scores' counts and last
     changes). A cube whose version is not the current one is rebuilt before it is read
-    (``leaderboards.selectors.score_cube``), so it can be deleted at any time.
+    (``leaderboards.selectors.cubes.score_cube``), so it can be deleted at any time.
     """
 
     task = models.OneToOneField(

@@ -8,12 +8,14 @@
 
 from __future__ import annotations
 
-from leaderboards import jobs, services, services_boards
+from leaderboards import jobs
 from leaderboards.models import RunTrigger
+from leaderboards.services.boards import board_cubes_forget_owner
+from leaderboards.services.runs import evaluation_runs_for_model
 
 
 def on_model_registered(sender, model, **kwargs) -> None:
-    services.evaluation_runs_for_model(model, trigger=RunTrigger.MODEL_REGISTERED)
+    evaluation_runs_for_model(model, trigger=RunTrigger.MODEL_REGISTERED)
 
 
 def on_task_config_changed(sender, task, version=None, previous=None, **kwargs) -> None:
@@ -25,4 +27,4 @@ def on_user_saved(sender, instance, created=False, update_fields=None, **kwargs)
     # the name.
     if created or (update_fields is not None and "username" not in update_fields):
         return
-    services_boards.board_cubes_forget_owner(instance.pk)
+    board_cubes_forget_owner(instance.pk)

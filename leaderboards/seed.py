@@ -16,8 +16,8 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from leaderboards import services
 from leaderboards.models import Dataset
+from leaderboards.services.datasets import dataset_generate_perturbation, dataset_import
 from tasks.demo_registry import SeedOptions, register_seeder
 from tasks.errors import ServiceError
 from tasks.models import Task
@@ -168,7 +168,7 @@ def _import(task: Task, slug: str, name: str, payload: io.BytesIO, options, **fi
     if Dataset.objects.filter(task=task, slug=slug).exists():
         return
     try:
-        dataset = services.dataset_import(
+        dataset = dataset_import(
             task,
             payload,
             name=name,
@@ -184,7 +184,7 @@ def _import(task: Task, slug: str, name: str, payload: io.BytesIO, options, **fi
     options.say(f"imported {dataset.row_count} examples into {task.code}/{slug}")
     config = task.config
     for kind in config.delta_metrics if config else ():
-        copy = services.dataset_generate_perturbation(dataset, kind, evaluate=options.evaluate)
+        copy = dataset_generate_perturbation(dataset, kind, evaluate=options.evaluate)
         options.say(f"generated {copy.row_count} {kind} examples for {task.code}/{slug}")
 
 

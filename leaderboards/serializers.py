@@ -9,7 +9,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from leaderboards.models import AccessType, PerturbationKind, RunStatus, RunTrigger
-from leaderboards.tables import DEFAULT_SORT
+from leaderboards.tables.results import DEFAULT_SORT
 
 # -- datasets ----------------------------------------------------------------------------------
 

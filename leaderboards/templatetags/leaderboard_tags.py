@@ -11,7 +11,8 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from leaderboards.tables import DEFAULT_PAGE_SIZE, LOWER
+from leaderboards.dynascore import LOWER
+from leaderboards.tables.results import DEFAULT_PAGE_SIZE
 
 register = template.Library()
 

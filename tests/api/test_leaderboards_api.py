@@ -7,8 +7,10 @@ import json
 
 import pytest
 
-from leaderboards import services
 from leaderboards.models import Dataset, EvaluationRun, LeaderboardSnapshot, RunStatus
+from leaderboards.services.datasets import dataset_import
+from leaderboards.services.predictions import predictions_import
+from leaderboards.services.runs import evaluation_run_create
 from tests.api.conftest import ROLES, assert_error, client_for
 from tests.factories import ModelFactory, UserFactory
 from tests.leaderboards.evalkit import sentiment_rows
@@ -30,7 +32,7 @@ def _prediction(uid: str, label: str) -> dict:
 
 
 def _import(task, slug, access_type="scoring", count=5):
-    return services.dataset_import(
+    return dataset_import(
         task,
         _file(sentiment_rows(count)),
         filename="rows.jsonl",
@@ -62,7 +64,7 @@ def scored(file_model, datasets, submitter):
     """The file model scored on both datasets from predictions files (all correct)."""
     for dataset in datasets.values():
         rows = [_prediction(row["uid"], row["label"]) for row in sentiment_rows(5)]
-        services.predictions_import(file_model, dataset, _file(rows), filename="p.jsonl")
+        predictions_import(file_model, dataset, _file(rows), filename="p.jsonl")
     return file_model
 
 
@@ -192,7 +194,7 @@ def test_a_non_owner_cannot_run_on_a_hidden_dataset(submitter, endpoint_model, d
 
 @pytest.mark.parametrize("role", [*ROLES, "submitter"])
 def test_retry_a_failed_run(role, clients, submitter, endpoint_model, datasets):
-    run = services.evaluation_run_create(endpoint_model, datasets["public"])
+    run = evaluation_run_create(endpoint_model, datasets["public"])
     EvaluationRun.objects.filter(pk=run.pk).update(
         status=RunStatus.FAILED, error_code="model.timeout", error_message="slow"
     )
@@ -214,7 +216,7 @@ def test_retry_a_failed_run(role, clients, submitter, endpoint_model, datasets):
 def test_run_error_messages_are_for_the_models_owners(clients, endpoint_model, datasets):
     endpoint_model.is_published = True
     endpoint_model.save()
-    run = services.evaluation_run_create(endpoint_model, datasets["public"])
+    run = evaluation_run_create(endpoint_model, datasets["public"])
     EvaluationRun.objects.filter(pk=run.pk).update(
         status=RunStatus.FAILED, error_code="model.bad_response", error_message="body: secret"
     )

@@ -30,9 +30,10 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from dynatask_site.api_auth import api_token_create
-from leaderboards import services as board_services
-from leaderboards.services_boards import fork_create
-from leaderboards.tables import LeaderboardWeights
+from leaderboards.services.boards import fork_create, snapshot_create
+from leaderboards.services.datasets import dataset_import
+from leaderboards.services.predictions import predictions_import
+from leaderboards.tables.results import LeaderboardWeights
 from tests.factories import ContextFactory, ExampleFactory, ModelFactory, TaskFactory, UserFactory
 from tests.leaderboards.evalkit import sentiment_rows
 
@@ -58,7 +59,7 @@ def seeded(db, monkeypatch):
     ContextFactory(task=task, data={"context": "Describe a walk."})
     model = ModelFactory(task=task, owner=owner, name="st-model")
     rows = sentiment_rows(4)
-    dataset = board_services.dataset_import(
+    dataset = dataset_import(
         task,
         io.BytesIO("".join(json.dumps(row) + "\n" for row in rows).encode()),
         filename="rows.jsonl",
@@ -72,9 +73,7 @@ def seeded(db, monkeypatch):
         + "\n"
         for r in rows
     )
-    run = board_services.predictions_import(
-        model, dataset, io.BytesIO(predictions.encode()), filename="p.jsonl"
-    )
+    run = predictions_import(model, dataset, io.BytesIO(predictions.encode()), filename="p.jsonl")
     example = ExampleFactory(task=task, user=owner)
     fork = fork_create(
         task, user=owner, name="Mine", weights=LeaderboardWeights(metrics={}, datasets={})
@@ -94,8 +93,6 @@ def seeded(db, monkeypatch):
 
 
 def board_services_snapshot(task, owner):
-    from leaderboards.services_boards import snapshot_create
-
     return snapshot_create(task, user=owner, weights=LeaderboardWeights(metrics={}, datasets={}))
 
 

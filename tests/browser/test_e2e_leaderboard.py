@@ -8,7 +8,7 @@ import pytest
 from leaderboards.models import LeaderboardFork
 from tests.browser.e2e_helpers import signed_in_page
 from tests.factories import DatasetFactory, TaskFactory, UserFactory
-from tests.leaderboards.test_selectors import MAIN, scored
+from tests.leaderboards.boardkit import MAIN, scored
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

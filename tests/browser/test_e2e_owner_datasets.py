@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from leaderboards import services
 from leaderboards.models import Dataset, EvaluationRun, RunStatus, Score
+from leaderboards.services import runs as run_services
 from tasks.models import Context
 from tests.browser.e2e_helpers import (
     SlowKeywordSentiment,
@@ -52,7 +52,7 @@ def test_owner_uploads_contexts_and_a_dataset_and_watches_the_evaluation(
     owner = UserFactory(username="dataset-owner", is_staff=True)
     task = TaskFactory(code="owned-sentiment", name="Owned sentiment", owners=[owner])
     # Small shards so that the stored progress moves several times during the run.
-    monkeypatch.setattr(services, "DEFAULT_SHARD_SIZE", 6)
+    monkeypatch.setattr(run_services, "DEFAULT_SHARD_SIZE", 6)
     context, page = signed_in_page(browser, login, owner)
     with model_server(SlowKeywordSentiment(delay=0.1)) as server, eval_worker():
         model = make_model(task, owner, server.url, name="slow-keyword")

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from leaderboards import services
 from leaderboards.models import EvaluationRun, EvaluationShard, Prediction, RunStatus, Score
+from leaderboards.services.runs import evaluation_run_create
 from tests.faults.conftest import WorkerProcess, wait_for
 from tests.leaderboards.evalkit import (  # noqa: F401 - fixtures
     KeywordSentiment,
@@ -68,7 +68,7 @@ def test_eval_worker_killed_mid_run_recovers_and_scores_like_an_uninterrupted_ru
         victim = make_model(eval_task, eval_owner, server.url, name="interrupted", **fields)
         try:
             # 1. The uninterrupted run (an in-process RQ worker, burst mode).
-            baseline = services.evaluation_run_create(
+            baseline = evaluation_run_create(
                 reference, dataset, shard_size=SHARD_SIZE, include_perturbations=False
             )
             started = time.monotonic()
@@ -80,7 +80,7 @@ def test_eval_worker_killed_mid_run_recovers_and_scores_like_an_uninterrupted_ru
             assert baseline.status == RunStatus.DONE, baseline.error_message
 
             # 2. The same outputs, run by a real worker process killed -9 mid-run.
-            run = services.evaluation_run_create(
+            run = evaluation_run_create(
                 victim, dataset, shard_size=SHARD_SIZE, include_perturbations=False
             )
             assert run.shards.count() == EXAMPLES // SHARD_SIZE

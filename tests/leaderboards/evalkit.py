@@ -1,5 +1,5 @@
 """Shared helpers of the dataset and evaluation tests: tiny model handlers on real loopback
-servers, dataset builders and a burst RQ worker. Import the fixtures into a test module."""
+servers, dataset builders and a burst RQ worker (``conftest.py`` imports the fixtures)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import django_rq
 import pytest
 from rq import SimpleWorker
 
-from leaderboards import evaluation, services
+from leaderboards.services.client import use_client
+from leaderboards.services.datasets import dataset_import
 from models_hub.client import ModelClient
 from models_hub.models import Model
 from models_hub.server import make_server
@@ -76,6 +77,11 @@ def serving(handler):
         server.server_close()
 
 
+def sentiment_prob(label: str) -> dict:
+    """Return the probabilities a sentiment model gives when it answers ``label``."""
+    return {name: (0.8 if name == label else 0.1) for name in SENTIMENT_LABELS}
+
+
 def sentiment_rows(count: int, *, prefix: str = "u") -> list[dict]:
     words = ("good", "bad", "plain", "love", "hate")
     return [
@@ -115,9 +121,9 @@ def run_worker() -> None:
 
 @pytest.fixture
 def fast_client():
-    evaluation.use_client(ModelClient(retry=FAST_RETRY), FAST_RETRY)
+    use_client(ModelClient(retry=FAST_RETRY), FAST_RETRY)
     yield
-    evaluation.use_client(None)
+    use_client(None)
 
 
 @pytest.fixture
@@ -131,7 +137,7 @@ def eval_task(db, eval_owner):
 
 
 def import_sentiment(task, count: int, *, slug: str = "test", evaluate: bool = True, **kwargs):
-    return services.dataset_import(
+    return dataset_import(
         task,
         jsonl(sentiment_rows(count)),
         name=kwargs.pop("name", "Test set"),

@@ -65,7 +65,7 @@ class World:
 
 def _import_dataset(task, owner, slug: str, access_type: str, mark: str):
     """Import a two-line sentiment dataset whose inputs carry ``mark``."""
-    from leaderboards.services import dataset_import
+    from leaderboards.services.datasets import dataset_import
 
     lines = [
         {"uid": f"{slug}-1", "statement": "The food was great.", "label": "positive"},

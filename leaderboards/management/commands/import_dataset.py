@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboards import services
 from leaderboards.models import AccessType
+from leaderboards.services.datasets import dataset_import
 from tasks.errors import ServiceError
 from tasks.models import Task
 
@@ -35,7 +35,7 @@ class Command(BaseCommand):
             raise CommandError(f"no task {options['task']!r}")
         try:
             with open(options["file"], "rb") as stream:
-                dataset = services.dataset_import(
+                dataset = dataset_import(
                     task,
                     stream,
                     filename=options["file"],

@@ -1,0 +1,76 @@
+"""Forms of the leaderboards app: dataset uploads, perturbation generation, predictions files."""
+
+from __future__ import annotations
+
+from django import forms
+
+from leaderboards.models import AccessType, Dataset, PerturbationKind
+from leaderboards.services.datasets import DEFAULT_PERTURBATION_SEED
+from tasks.permissions import can_manage_task
+
+KIND_CHOICES = [
+    (PerturbationKind.ROBUSTNESS.value, "Robustness"),
+    (PerturbationKind.FAIRNESS.value, "Fairness"),
+]
+
+
+class DatasetUploadForm(forms.Form):
+    file = forms.FileField(help_text="JSON Lines (.jsonl) or CSV (.csv).")
+    name = forms.CharField(max_length=200)
+    slug = forms.SlugField(max_length=100, help_text="Uploading to an existing slug replaces it.")
+    access_type = forms.ChoiceField(choices=AccessType.choices, initial=AccessType.SCORING)
+    round = forms.IntegerField(min_value=1, required=False, help_text="Round number (optional).")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    source_url = forms.URLField(required=False, assume_scheme="https")
+    perturbation_of = forms.ModelChoiceField(
+        queryset=Dataset.objects.none(),
+        required=False,
+        to_field_name="slug",
+        help_text="Upload a perturbed copy of this dataset (lines carry input_id).",
+    )
+    perturbation_kind = forms.ChoiceField(
+        choices=[("", "---------"), *KIND_CHOICES], required=False
+    )
+
+    def __init__(self, *args, task=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if task is not None:
+            self.fields["perturbation_of"].queryset = Dataset.objects.filter(
+                task=task, perturbation_of__isnull=True
+            )
+
+    def import_arguments(self) -> dict:
+        """Return the keyword arguments of ``dataset_import`` that this form collects."""
+        data = self.cleaned_data
+        names = ("name", "slug", "access_type", "description", "source_url")
+        return {
+            **{name: data[name] for name in names},
+            "round_number": data["round"],
+            "perturbation_of": data["perturbation_of"],
+            "perturbation_kind": data["perturbation_kind"],
+        }
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("perturbation_of") and not cleaned.get("perturbation_kind"):
+            self.add_error("perturbation_kind", "Choose the kind of the perturbed copy.")
+        return cleaned
+
+
+class PerturbationForm(forms.Form):
+    kind = forms.ChoiceField(choices=KIND_CHOICES)
+    seed = forms.CharField(max_length=64, initial=DEFAULT_PERTURBATION_SEED)
+
+
+class PredictionsUploadForm(forms.Form):
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none(), to_field_name="slug")
+    file = forms.FileField(help_text='JSON Lines or CSV: {"uid": ..., <output fields>}.')
+
+    def __init__(self, *args, task=None, user=None, **kwargs):
+        """Offer the datasets of ``task``; hidden ones only to the task's owners (``user``)."""
+        super().__init__(*args, **kwargs)
+        if task is not None:
+            datasets = Dataset.objects.filter(task=task)
+            if not can_manage_task(user, task):
+                datasets = datasets.exclude(access_type=AccessType.HIDDEN)
+            self.fields["dataset"].queryset = datasets.order_by("perturbation_of_id", "name")

@@ -1,0 +1,124 @@
+"""Scores from streamed (prediction, gold) pairs (pure: no DB, no HTTP).
+
+A run's scored field is held as one ``int32`` code per example, the code of its distinct
+(prediction, gold) pair (``PairColumn``): every metric's statistics row depends only on
+that pair, so the statistics are computed once per distinct pair and the corpus, per-tag
+and bootstrap scores are sums of ``counts @ pair statistics``. Memory does not grow with
+the outputs, and the scores equal the ``tasks.metrics`` functions applied to whole lists.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tasks.metrics import CORPUS_METRIC_MAX_RESAMPLES, bootstrap_ci
+
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+# Index rows drawn per bootstrap batch (int32: 4 MB), whatever the dataset size.
+BOOTSTRAP_INDICES_PER_BATCH = 1_000_000
+
+
+class PairColumn:
+    """One scored field of a run, streamed: a code per example for its (prediction, gold) pair.
+
+    Every metric's statistics row depends only on the example's prediction and gold, so the
+    statistics are computed once per *distinct* pair and the corpus, per-tag and bootstrap
+    scores are sums of ``counts @ pair statistics``. A classification run of 100k examples
+    holds one ``int32`` per example and a few pairs, not 100k values or statistics rows.
+    """
+
+    def __init__(self) -> None:
+        self.codes = array("i")
+        self.pairs: dict[tuple[Hashable, Hashable], int] = {}
+        self.predictions: list[Any] = []
+        self.golds: list[Any] = []
+
+    def add(self, prediction: Any, gold: Any) -> None:
+        key = (pair_key(prediction), pair_key(gold))
+        code = self.pairs.get(key)
+        if code is None:
+            code = self.pairs[key] = len(self.predictions)
+            self.predictions.append(prediction)
+            self.golds.append(gold)
+        self.codes.append(code)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def code_array(self) -> np.ndarray:
+        return np.frombuffer(self.codes, dtype=np.int32) if self.codes else np.zeros(0, np.int32)
+
+
+def pair_key(value: Any) -> Hashable:
+    # Strings (labels, answers) are their own key. Anything else is keyed by its canonical
+    # JSON, which never merges values the metrics tell apart (True and 1 stay distinct).
+    if type(value) is str:
+        return value
+    return ("json", json.dumps(value, sort_keys=True, default=repr))
+
+
+@dataclass
+class RunData:
+    """A run's scored fields (one ``PairColumn`` per reference name) and example tags."""
+
+    columns: dict[str, PairColumn]
+    tag_codes: array = field(default_factory=lambda: array("i"))
+    tag_sets: dict[tuple[str, ...], int] = field(default_factory=dict)
+    count: int = 0
+
+    def add_tags(self, tags: Any) -> None:
+        names = [tags] if isinstance(tags, str) else list(tags or ())
+        key = tuple(dict.fromkeys(str(name) for name in names))  # a repeated tag counts once
+        code = self.tag_sets.get(key)
+        if code is None:
+            code = self.tag_sets[key] = len(self.tag_sets)
+        self.tag_codes.append(code)
+
+    def tag_masks(self) -> dict[str, np.ndarray]:
+        """Return ``{tag: boolean mask over the examples}``, sorted by tag."""
+        codes = np.frombuffer(self.tag_codes, dtype=np.int32)
+        sets_by_tag: dict[str, list[int]] = {}
+        for key, code in self.tag_sets.items():
+            for name in key:
+                sets_by_tag.setdefault(name, []).append(code)
+        return {name: np.isin(codes, sets_by_tag[name]) for name in sorted(sets_by_tag)}
+
+
+def pair_statistics(metric, column: PairColumn, options) -> np.ndarray:
+    """Return the statistics rows of ``column``'s distinct pairs (raises MetricUnsupported)."""
+    return metric.compute_statistics(column.predictions, column.golds, options=options)
+
+
+def summed(codes: np.ndarray, statistics: np.ndarray) -> np.ndarray:
+    return np.bincount(codes, minlength=statistics.shape[0]).astype(np.float64) @ statistics
+
+
+def bootstrap_interval(
+    metric, codes: np.ndarray, statistics: np.ndarray, options
+) -> tuple[float, float]:
+    """Return the seeded 95% percentile bootstrap interval, as ``metric_bootstrap_ci`` does.
+
+    A mean metric resamples the example scores; a corpus metric (F1, BLEU) recomputes the
+    score from each resample's summed statistics, capped at ``CORPUS_METRIC_MAX_RESAMPLES``.
+    """
+    if metric.is_decomposable:
+        per_pair = statistics[:, 0] / statistics[:, 1]
+        return bootstrap_ci(per_pair[codes], n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+    resamples = min(BOOTSTRAP_RESAMPLES, CORPUS_METRIC_MAX_RESAMPLES)
+    size = codes.shape[0]
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    per_batch = max(1, BOOTSTRAP_INDICES_PER_BATCH // size)
+    values: list[float] = []
+    while len(values) < resamples:
+        rows = min(per_batch, resamples - len(values))
+        for indices in rng.integers(0, size, size=(rows, size), dtype=np.int32):
+            values.append(metric.score_from_statistics(summed(codes[indices], statistics), options))
+    low, high = np.percentile(np.asarray(values, dtype=np.float64), [2.5, 97.5])
+    return float(low), float(high)

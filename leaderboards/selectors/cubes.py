@@ -1,0 +1,210 @@
+"""Reads of the task's score cube (``leaderboards.cubes``) and the version of its data.
+
+``score_cube`` returns the cube a leaderboard page reads, rebuilt from the models and
+scores (``score_cube_build``) when the data version (``leaderboard_data_version``) moved.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from django.db import DatabaseError, transaction
+from django.db.models import BinaryField, Case, F, Q, TextField, Value, When
+from django.db.models.functions import Cast
+
+from leaderboards.cubes import (
+    CUBE_FORMAT,
+    CubeFormatError,
+    CubeModel,
+    ScoreCube,
+    cube_build,
+    cube_decode,
+    cube_encode,
+)
+from leaderboards.models import BoardCube, Score
+from leaderboards.sql import board_data_stamp
+from leaderboards.tables.records import ScoreColumns
+from models_hub.models import Model
+from tasks.models import Task
+
+logger = logging.getLogger(__name__)
+
+# The order ``score_cube_build`` unpacks; the job-metric columns come last.
+SCORE_FIELDS = (
+    "model_id",
+    "dataset_id",
+    "metrics_text",
+    "main_per_tag_board",
+    "per_tag_text",
+    "main_value",
+    "ci_low",
+    "ci_high",
+    "examples_per_second",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "memory_gb",
+)
+
+
+def leaderboard_data_version(task: Task) -> str:
+    """Return the version of the data of ``task``'s leaderboards, in one query.
+
+    The cube format, the task's config version and its metrics, and the count and last
+    change of the task's models and of the scores on its datasets
+    (``leaderboards.sql.board_data_stamp``): a new, changed or deleted model or score
+    changes it. Renaming a user who owns models deletes the cubes that hold the name
+    (``leaderboards.receivers``).
+    """
+    row = board_data_stamp(task.pk)
+    config = task.config
+    specs = config.metrics() if config is not None else ()
+    # A config version edited in place (while no data refers to it) keeps its id.
+    metrics = ",".join(f"{spec.name}{'*' if spec.is_main else ''}" for spec in specs)
+    return "/".join([str(CUBE_FORMAT), str(task.current_config_id), metrics, *map(str, row)])
+
+
+def score_cube(task: Task, version: str | None = None) -> ScoreCube:
+    """Return the score cube of ``task`` (``leaderboards.cubes``) for data ``version``.
+
+    One query when the stored cube is current (``version`` defaults to the current data
+    version: one more); otherwise the cube is rebuilt from the models and scores (two
+    queries) and stored (one upsert), for the next page. The evaluation rebuilds it as
+    soon as it writes a Score (``evaluation.board_cube_refresh``), so pages rarely do.
+    """
+    if version is None:
+        version = leaderboard_data_version(task)
+    # The payload only if it is current: an old one is not worth its transfer.
+    stored = (
+        BoardCube.objects.filter(task_id=task.pk)
+        .annotate(
+            current=Case(
+                When(version=version, then=F("payload")),
+                default=Value(None),
+                output_field=BinaryField(),
+            )
+        )
+        .values_list("current", flat=True)
+        .first()
+    )
+    if stored is not None:
+        try:
+            return cube_decode(stored)
+        except CubeFormatError as error:
+            logger.warning("board cube of task %s unreadable, rebuilt: %s", task.pk, error)
+    cube = score_cube_build(task)
+    payload = cube_encode(cube)
+    try:
+        with transaction.atomic():
+            BoardCube.objects.bulk_create(
+                [BoardCube(task_id=task.pk, version=version, payload=payload)],
+                update_conflicts=True,
+                unique_fields=["task"],
+                update_fields=["version", "payload", "built_at"],
+            )
+    except DatabaseError as error:  # e.g. the task deleted meanwhile: the page still shows
+        logger.warning("board cube of task %s not stored: %s", task.pk, error)
+    return cube
+
+
+def score_cube_build(task: Task) -> ScoreCube:
+    """Build the cube of every model of ``task`` and every Score on its original datasets."""
+    config = task.config
+    metric_specs = config.metrics() if config is not None else ()
+    main_metric = next((spec.name for spec in metric_specs if spec.is_main), "")
+    models = [
+        CubeModel(model_id, name, owner_id, owner_name or "", is_anonymous, is_published)
+        for model_id, name, owner_id, owner_name, is_anonymous, is_published in (
+            Model.objects.filter(task=task)
+            .order_by("pk")
+            .values_list(
+                "pk", "name", "owner_id", "owner__username", "is_anonymous", "is_published"
+            )
+        )
+    ]
+    rows: list[tuple] = []
+    if models:
+        # Plain tuples, the JSON fields as text decoded below in one call per field: a
+        # 1000-model board has thousands of scores, and per-row objects and decoding cost
+        # more than the query itself. The best model per tag needs only the main metric of
+        # each tag: the small ``main_per_tag``; the whole ``per_tag`` is read only for
+        # scores without it (written before it existed, or for another main metric).
+        has_main_per_tag = Q(main_metric=main_metric) & ~Q(main_per_tag_text="{}")
+        # ``metrics_text`` and ``main_per_tag_text`` are the database's text copies of the
+        # JSON fields (generated columns): read as they are stored.
+        rows = list(
+            Score.objects.filter(dataset__task=task, dataset__perturbation_of__isnull=True)
+            .annotate(
+                main_per_tag_board=Case(
+                    When(has_main_per_tag, then=F("main_per_tag_text")),
+                    default=Value(None),
+                    output_field=TextField(),
+                ),
+                per_tag_text=Case(
+                    When(has_main_per_tag, then=Value(None)),
+                    default=Cast("per_tag", TextField()),
+                    output_field=TextField(),
+                ),
+            )
+            .values_list(*SCORE_FIELDS)
+        )
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(SCORE_FIELDS)
+    (
+        model_ids,
+        dataset_ids,
+        metrics_texts,
+        main_per_tag_texts,
+        per_tag_texts,
+        main_values,
+        ci_lows,
+        ci_highs,
+        *job_columns,
+    ) = columns
+    score_columns = ScoreColumns(
+        model_ids=model_ids,
+        dataset_slugs=list(map(str, dataset_ids)),
+        metrics=json_texts_decode(metrics_texts),
+        main_per_tag=json_texts_decode(main_per_tag_texts),
+        per_tag=json_texts_decode(per_tag_texts),
+        main_values=main_values,
+        ci_lows=ci_lows,
+        ci_highs=ci_highs,
+        columns=dict(zip(SCORE_FIELDS[8:], job_columns, strict=True)),
+    )
+    return cube_build(models, score_columns, [spec.name for spec in metric_specs], main_metric)
+
+
+def json_texts_decode(texts: Sequence[str | None]) -> list[Any]:
+    """Decode JSON texts as ``JSONField`` does (None stays None), in one call.
+
+    Each text is one JSON document (jsonb output on PostgreSQL; the JSON_VALID check of
+    JSONField on SQLite), so joining them with commas makes one array, decoded by orjson
+    (five times faster than ``json`` on a 1,000-model board). What orjson refuses and
+    ``json`` reads (NaN, integers beyond 64 bits) is decoded by ``json``; should the count
+    not match, each is decoded on its own, and one that is not JSON stays text, as
+    ``JSONField.from_db_value`` leaves it.
+    """
+    if not texts:
+        return []
+    # SQL NULL (no JSON at all) decodes as None, like JSON null.
+    parts = ["null" if text is None else text for text in texts] if None in texts else texts
+    document = "[" + ",".join(parts) + "]"
+    try:
+        values = orjson.loads(document)
+    except orjson.JSONDecodeError:
+        try:
+            values = json.loads(document)
+        except ValueError:
+            values = None
+    if isinstance(values, list) and len(values) == len(texts):
+        return values
+    decoded: list[Any] = []
+    for text in texts:
+        try:
+            decoded.append(None if text is None else json.loads(text))
+        except ValueError:
+            decoded.append(text)
+    return decoded

@@ -1,0 +1,221 @@
+"""Reads of the model page: a model's scores and runs, and the per-example browser."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from leaderboards.models import AccessType, Dataset, EvaluationRun, Prediction, Score
+from models_hub.models import Model
+from tasks.metrics import MetricError, get_metric
+from tasks.permissions import can_browse_predictions, can_manage_task
+
+
+@dataclass(frozen=True)
+class ModelResults:
+    """What the model page shows besides the card."""
+
+    scores: list[Score]
+    runs: list[EvaluationRun]
+    shows_hidden: bool
+
+
+def model_results(model: Model, user) -> ModelResults:
+    """Return ``model``'s scores per dataset and its evaluation runs (two queries).
+
+    Scores and runs on hidden datasets are for the task's owners only.
+    """
+    manages = can_manage_task(user, model.task)
+    scores = Score.objects.filter(model=model).select_related("dataset", "dataset__round")
+    runs = EvaluationRun.objects.filter(model=model).select_related("dataset")
+    if not manages:
+        scores = scores.exclude(dataset__access_type=AccessType.HIDDEN)
+        runs = runs.exclude(dataset__access_type=AccessType.HIDDEN)
+    return ModelResults(
+        scores=list(scores.order_by("dataset__round__number", "dataset__name")),
+        runs=list(runs.order_by("-created_at")[:50]),
+        shows_hidden=manages,
+    )
+
+
+@dataclass(frozen=True)
+class BrowsedExample:
+    """One example of the per-example browser: the inputs, the gold, the predictions."""
+
+    uid: str
+    inputs: dict
+    gold: Any
+    prediction: Any
+    correct: bool | None
+    compare_prediction: Any = None
+    compare_correct: bool | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExampleBrowser:
+    dataset: Dataset | None
+    datasets: list[Dataset]
+    compare_model: Model | None
+    compare_choices: list[Model]
+    examples: list[BrowsedExample]
+    wrong_only: bool
+    page: int
+    page_count: int
+    total: int
+    message: str = ""
+
+
+BROWSER_PAGE_SIZE = 25
+
+
+def _latest_predictions(model_id: int, dataset: Dataset) -> dict[int, Any]:
+    """Return ``{example id: output}`` of the newest run of the model on ``dataset``."""
+    run = (
+        EvaluationRun.objects.filter(model_id=model_id, dataset=dataset, predictions__isnull=False)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if run is None:
+        return {}
+    return dict(Prediction.objects.filter(run_id=run).values_list("example_id", "output"))
+
+
+def model_example_browser(
+    model: Model,
+    user,
+    *,
+    dataset_slug: str | None = None,
+    compare_model_id: Any = None,
+    wrong_only: bool = False,
+    page: Any = 1,
+) -> ExampleBrowser:
+    """Return a page of ``model``'s predictions on one dataset with the gold labels.
+
+    For those who may see gold (``tasks.permissions.can_browse_predictions``; the view
+    checks). An example is wrong when the main perf metric scores it below 100, or when
+    the model gave no output. ``compare_model_id`` adds another model's predictions on
+    the same examples. Bad parameters fall back to defaults.
+    """
+    task = model.task
+    config = task.config
+    datasets = list(
+        Dataset.objects.filter(task=task, perturbation_of__isnull=True).order_by("name", "pk")
+    )
+    compare_choices = list(
+        Model.objects.filter(task=task).exclude(pk=model.pk).order_by("name", "pk")
+    )
+    dataset = next((item for item in datasets if item.slug == dataset_slug), None)
+    if dataset is None and datasets:
+        dataset = datasets[0]
+    compare_model = next(
+        (item for item in compare_choices if str(item.pk) == str(compare_model_id)), None
+    )
+    empty = ExampleBrowser(
+        dataset, datasets, compare_model, compare_choices, [], wrong_only, 1, 1, 0
+    )
+    if dataset is None or config is None:
+        return empty
+
+    predictions = _latest_predictions(model.pk, dataset)
+    compared = _latest_predictions(compare_model.pk, dataset) if compare_model else {}
+    perf = config.main_perf_metric
+    try:
+        metric = get_metric(perf.type)
+    except MetricError:
+        metric = None
+
+    def correct(output: Any, gold: Any) -> bool | None:
+        if output is None or not isinstance(output, dict):
+            return False
+        if metric is None or metric.example_score is None or not isinstance(gold, dict):
+            return None
+        try:
+            score = metric.example_score(
+                output.get(perf.reference_name), gold.get(perf.reference_name), perf.options
+            )
+        except (MetricError, TypeError, ValueError):
+            return None
+        return float(score) >= 100.0
+
+    examples = []
+    rows = _dataset_example_rows(dataset)
+    for example_id, uid, inputs, gold, tags in rows:
+        if example_id not in predictions:
+            continue
+        output = predictions[example_id]
+        is_correct = correct(output, gold)
+        if wrong_only and is_correct is not False:
+            continue
+        compare_output = compared.get(example_id)
+        examples.append(
+            BrowsedExample(
+                uid=uid,
+                inputs=inputs,
+                gold=gold,
+                prediction=output,
+                correct=is_correct,
+                compare_prediction=compare_output,
+                compare_correct=correct(compare_output, gold) if example_id in compared else None,
+                tags=tuple(tags or ()),
+            )
+        )
+    total = len(examples)
+    page_count = max(1, -(-total // BROWSER_PAGE_SIZE))
+    try:
+        page_number = min(max(1, int(str(page))), page_count)
+    except ValueError:
+        page_number = 1
+    start = (page_number - 1) * BROWSER_PAGE_SIZE
+    message = "" if predictions else "This model has no predictions on this dataset yet."
+    return ExampleBrowser(
+        dataset=dataset,
+        datasets=datasets,
+        compare_model=compare_model,
+        compare_choices=compare_choices,
+        examples=examples[start : start + BROWSER_PAGE_SIZE],
+        wrong_only=wrong_only,
+        page=page_number,
+        page_count=page_count,
+        total=total,
+        message=message,
+    )
+
+
+def _dataset_example_rows(dataset: Dataset) -> list[tuple]:
+    """Return ``(id, uid, inputs, gold, tags)`` of the dataset's examples by position."""
+    return list(
+        dataset.examples.order_by("position").values_list("pk", "uid", "inputs", "gold", "tags")
+    )
+
+
+@dataclass(frozen=True)
+class ModelPage:
+    """The model page: the scores and runs, and the example browser for those who may see gold."""
+
+    results: ModelResults
+    browser: ExampleBrowser | None
+
+
+def model_page(
+    model: Model,
+    user,
+    *,
+    dataset_slug: str | None = None,
+    compare_model_id: Any = None,
+    wrong_only: bool = False,
+    page: Any = 1,
+) -> ModelPage:
+    """Return ``model``'s results and, if ``user`` may browse predictions, the browser page."""
+    browser = None
+    if can_browse_predictions(user, model.task):
+        browser = model_example_browser(
+            model,
+            user,
+            dataset_slug=dataset_slug,
+            compare_model_id=compare_model_id,
+            wrong_only=wrong_only,
+            page=page,
+        )
+    return ModelPage(results=model_results(model, user), browser=browser)

@@ -1,0 +1,119 @@
+"""Writes of predictions files: score a model from uploaded outputs, without calling it."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboards.models import Dataset, EvaluationRun, Prediction, RunStatus, RunTrigger
+from leaderboards.services.scores import run_finalize
+from leaderboards.services.uploads import (
+    config_or_raise,
+    normalise_csv_row,
+    row_problems,
+    upload_error,
+)
+from models_hub.models import Model
+from models_hub.selectors import model_can_edit
+from tasks.config.values import check_prediction_row
+from tasks.errors import PermissionDenied, ServiceError
+from tasks.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
+
+PREDICTION_BATCH_SIZE = 2000
+
+
+def predictions_import(
+    model: Model,
+    dataset: Dataset,
+    stream: IO,
+    *,
+    filename: str = "",
+    fmt: str | None = None,
+    user=None,
+) -> EvaluationRun:
+    """Score ``model`` on ``dataset`` from an uploaded predictions file, all or nothing.
+
+    Each line is ``{"uid": ..., <output fields>}`` (``check_prediction_row``); a uid must
+    name an example of the dataset, once. Examples without a line count as wrong. The run is
+    finalized at once, exactly like an evaluated one.
+    """
+    if model.task_id != dataset.task_id:
+        raise ServiceError("the model and the dataset belong to different tasks", code="run.task")
+    if user is not None and not model_can_edit(model, user):
+        raise PermissionDenied("only the model's owner or the task's owners can upload for it")
+    config = config_or_raise(dataset.task)
+    fmt = detect_format(filename, fmt)
+    output_names = config.output_names
+    known = set(output_names) | {"uid"}
+    errors: list[UploadLineError] = []
+    with transaction.atomic():
+        example_ids = dict(dataset.examples.values_list("uid", "pk"))
+        run = EvaluationRun.objects.create(
+            model=model,
+            dataset=dataset,
+            config_version_id=dataset.task.current_config_id,
+            trigger=RunTrigger.PREDICTIONS_UPLOAD,
+            status=RunStatus.RUNNING,
+            total=len(example_ids),
+            shard_size=max(1, len(example_ids)),
+            requested_by=user,
+            started_at=timezone.now(),
+        )
+        seen: set[str] = set()
+        batch: list[Prediction] = []
+        count = 0
+        for line, record in iter_records(stream, fmt):
+            if isinstance(record, UploadLineError):
+                errors.append(record)
+            else:
+                row = normalise_csv_row(config, record) if fmt == "csv" else record
+                problems = row_problems(
+                    line, row, known, "an output field", check_prediction_row(config, row)
+                )
+                uid = str(row.get("uid", ""))
+                if uid and uid not in example_ids:
+                    problems.append(
+                        UploadLineError(
+                            line, "upload.E023", f"uid {uid[:60]!r} is not in the dataset", "uid"
+                        )
+                    )
+                elif uid in seen:
+                    problems.append(
+                        UploadLineError(line, "upload.E020", f"uid {uid[:60]!r} is repeated", "uid")
+                    )
+                seen.add(uid)
+                if problems:
+                    errors.extend(problems)
+                elif not errors:
+                    batch.append(
+                        Prediction(
+                            run=run,
+                            example_id=example_ids[uid],
+                            output={name: row[name] for name in output_names if name in row},
+                        )
+                    )
+                    count += 1
+            if len(errors) >= MAX_REPORTED_ERRORS:
+                del errors[MAX_REPORTED_ERRORS:]
+                break
+            if len(batch) >= PREDICTION_BATCH_SIZE:
+                Prediction.objects.bulk_create(batch)
+                batch = []
+        if not errors and count == 0:
+            errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
+        if errors:
+            transaction.set_rollback(True)
+        else:
+            if batch:
+                Prediction.objects.bulk_create(batch)
+            run.done = count
+            run.failed_count = len(example_ids) - count
+            run.status = RunStatus.FINALIZING
+            run.save(update_fields=["done", "failed_count", "status", "updated_at"])
+    if errors:
+        raise upload_error(errors, "predictions file")
+    run_finalize(run.pk)
+    run.refresh_from_db()
+    return run

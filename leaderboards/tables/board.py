@@ -1,0 +1,210 @@
+"""The scores of the listed models as numpy arrays: the ``Board`` (pure: no DB, no HTTP).
+
+``Board.load`` scatters plain records (``leaderboards.tables.records``) into arrays of
+models x datasets x metrics, with the CIs and each score's main metric per example tag;
+``leaderboards.cubes`` stores the same arrays for every model of a task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from operator import methodcaller
+from typing import Any
+
+import numpy as np
+
+from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns, finite_array
+
+ANONYMOUS_NAME = "Anonymous"
+
+
+@dataclass(frozen=True, eq=False)
+class Board:
+    """The scores of the listed models as arrays: models (sorted keys) x datasets x metrics.
+
+    ``keys`` are the models' zero-padded ids, sorted; ``slugs`` the datasets (the listed
+    ones, then any other slug the scores name). NaN stands for a missing value; ``present``
+    says which (model, dataset) pairs have a Score (the last Score wins if a pair has
+    two). ``tag_values`` holds each score's main metric on each of ``tag_names``
+    (models x datasets x tags; NaN: the score has no value for that tag).
+    """
+
+    keys: list[str]
+    models: Sequence[ModelRecord]
+    slugs: list[str]
+    slug_position: dict[str, int]
+    metric_names: list[str]
+    metric_position: dict[str, int]
+    values: np.ndarray
+    main: np.ndarray
+    present: np.ndarray
+    ci_lows: np.ndarray
+    ci_highs: np.ndarray
+    tag_names: list[str]
+    tag_values: np.ndarray
+
+    @classmethod
+    def load(
+        cls,
+        models: Sequence[ModelRecord],
+        datasets: Sequence[DatasetRecord],
+        scores: ScoreColumns,
+        metric_names: Sequence[str],
+        main_metric: str,
+    ) -> Board:
+        model_by_key = {f"{model.model_id:012d}": model for model in models}
+        keys = sorted(model_by_key)
+        listed = [model_by_key[key] for key in keys]
+        model_position = {model.model_id: index for index, model in enumerate(listed)}
+        slugs = list(dict.fromkeys([dataset.slug for dataset in datasets]))
+        slug_position = {slug: index for index, slug in enumerate(slugs)}
+        for slug in dict.fromkeys(scores.dataset_slugs):
+            if slug not in slug_position:
+                slug_position[slug] = len(slugs)
+                slugs.append(slug)
+        names = list(dict.fromkeys(metric_names))
+        metric_position = {name: index for index, name in enumerate(names)}
+
+        model_index = np.array(
+            [model_position.get(model_id, -1) for model_id in scores.model_ids], dtype=np.int64
+        )
+        dataset_index = np.array(
+            list(map(slug_position.__getitem__, scores.dataset_slugs)), dtype=np.int64
+        )
+        kept = np.flatnonzero(model_index >= 0)
+        pairs = model_index[kept] * max(len(slugs), 1) + dataset_index[kept]
+        # The last Score of a (model, dataset) pair wins, listed where the pair first came.
+        _, last_reversed = np.unique(pairs[::-1], return_index=True)
+        if last_reversed.size != kept.size:
+            _, first = np.unique(pairs, return_index=True)
+            winners = len(pairs) - 1 - last_reversed
+            kept = kept[winners[np.argsort(first, kind="stable")]]
+        model_index = model_index[kept]
+        dataset_index = dataset_index[kept]
+
+        shape = (len(keys), len(slugs))
+        values = np.full((*shape, len(names)), np.nan)
+        if kept.size:
+            values[model_index, dataset_index, :] = scores.metric_matrix(names, main_metric)[kept]
+        if main_metric in metric_position:
+            main = values[:, :, metric_position[main_metric]]
+        else:
+            main = np.full(shape, np.nan)
+            main[model_index, dataset_index] = scores.metric(main_metric, main_metric)[kept]
+        present = np.zeros(shape, dtype=bool)
+        present[model_index, dataset_index] = True
+        ci_lows = np.full(shape, np.nan)
+        ci_lows[model_index, dataset_index] = finite_array(scores.ci_lows)[kept]
+        ci_highs = np.full(shape, np.nan)
+        ci_highs[model_index, dataset_index] = finite_array(scores.ci_highs)[kept]
+        tag_names, tag_values = _tag_array(
+            shape,
+            model_index,
+            dataset_index,
+            _main_tag_maps(scores, kept.tolist(), main_metric),
+        )
+        return cls(
+            keys=keys,
+            models=listed,
+            slugs=slugs,
+            slug_position=slug_position,
+            metric_names=names,
+            metric_position=metric_position,
+            values=values,
+            main=main,
+            present=present,
+            ci_lows=ci_lows,
+            ci_highs=ci_highs,
+            tag_names=tag_names,
+            tag_values=tag_values,
+        )
+
+    def average_column(self, averages: np.ndarray, name: str) -> np.ndarray:
+        """Return every model's average of metric ``name`` (NaN when it has none)."""
+        if name not in self.metric_position:
+            return np.full(len(self.keys), np.nan)
+        return averages[:, self.metric_position[name]]
+
+    def average_row(self, averages: np.ndarray, index: int) -> dict[str, float | None]:
+        """Return the averages of the model at ``index`` by metric name (None when missing)."""
+        return {
+            name: none_if_nan(value)
+            for name, value in zip(self.metric_names, averages[index].tolist(), strict=True)
+        }
+
+    def main_on(self, slug: str) -> np.ndarray:
+        """Return every model's main metric on dataset ``slug`` (NaN when it has none)."""
+        if slug not in self.slug_position:
+            return np.full(len(self.keys), np.nan)
+        return self.main[:, self.slug_position[slug]]
+
+    def display_name(self, index: int) -> str:
+        model = self.models[index]
+        return model.name if model.show_identity else ANONYMOUS_NAME
+
+
+def none_if_nan(value: float) -> float | None:
+    return None if value != value else value
+
+
+def _main_tag_maps(scores: ScoreColumns, positions: Sequence[int], main_metric: str) -> list[Any]:
+    """Return the ``{tag: main metric value}`` of the scores at ``positions``.
+
+    That is ``main_per_tag``, else taken from ``per_tag``. A ``per_tag`` that is not a
+    mapping gives itself (``_tag_array`` skips it); its tags whose value is not a mapping
+    are left out, as they have no main metric.
+    """
+    main_per_tag = scores.main_per_tag
+    per_tag = scores.per_tag
+    if main_per_tag:
+        maps: list[Any] = [main_per_tag[position] for position in positions]
+        if None not in maps:  # every score has its ``main_per_tag``: the common case
+            return maps
+    maps = []
+    for position in positions:
+        known = main_per_tag[position] if main_per_tag else None
+        if known is None:
+            tags = per_tag[position]
+            if isinstance(tags, Mapping):
+                known = {
+                    tag: values.get(main_metric)
+                    for tag, values in tags.items()
+                    if isinstance(values, Mapping)
+                }
+            else:
+                known = tags
+        maps.append(known)
+    return maps
+
+
+def _tag_array(
+    shape: tuple[int, int],
+    model_index: np.ndarray,
+    dataset_index: np.ndarray,
+    tag_maps: Sequence[Any],
+) -> tuple[list[str], np.ndarray]:
+    """Return the tag names (sorted) and the models x datasets x tags array of ``tag_maps``.
+
+    ``tag_maps[i]`` is the ``{tag: main metric value}`` of the score at (``model_index[i]``,
+    ``dataset_index[i]``); one that is not a mapping, and values that are not finite
+    numbers, give nothing (NaN). The pairs are flattened with C-level iteration.
+    """
+    maps = [tags if isinstance(tags, Mapping) else {} for tags in tag_maps]
+    tags = list(chain.from_iterable(maps))
+    if not set(map(type, tags)) <= {str}:
+        tags = [str(tag) for tag in tags]
+    names = sorted(set(tags))
+    array = np.full((*shape, len(names)), np.nan)
+    if not tags:
+        return names, array
+    values = finite_array(list(chain.from_iterable(map(methodcaller("values"), maps))))
+    counts = np.fromiter(map(len, maps), dtype=np.int64, count=len(maps))
+    position = {name: index for index, name in enumerate(names)}
+    array[
+        np.repeat(model_index, counts),
+        np.repeat(dataset_index, counts),
+        np.array(list(map(position.__getitem__, tags)), dtype=np.int64),
+    ] = values
+    return names, array

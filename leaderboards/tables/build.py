@@ -1,0 +1,360 @@
+"""Build one page of the leaderboard: Dynascore glue, sorting, paging (pure: no DB, no HTTP).
+
+Contract: ``build_leaderboard_table`` takes plain records (the models a viewer may see,
+their per-dataset scores as ``ScoreColumns`` or ``ScoreRecord`` objects, or a ``Board`` of
+them, the visible datasets and the task config's metrics) and returns a typed
+``LeaderboardTable``; ``leaderboards.selectors.boards.leaderboard_table`` loads those
+records with a fixed number of queries and calls it.
+
+Every model is scored and ordered with numpy arrays (models x datasets x metrics; the
+array fast path of ``leaderboards.dynascore``, equal to its reference to the last bit);
+only the page rows, the trends of the top models and the best model per tag are built
+as objects. The results are those of the former dict-based code, which the tests pin.
+
+How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard section 5):
+
+* Only *scoring* datasets (original copies, not perturbed ones) enter the score, averaged
+  with the dataset weights (default: each dataset's ``weight`` field). Hidden datasets
+  never enter it, and non-owners never even receive them.
+* Lower-is-better metrics need an offset, so that ``offset - value`` is "higher is
+  better": ``latency_p95_ms`` uses the largest (dataset-averaged) value observed among
+  the listed models, so the slowest model saves 0 ms; ``memory_utilization`` is memory
+  *saved*: ``LEADERBOARD_INSTANCE_MEMORY_GB`` (default 16) minus the memory used. Any
+  other lower-is-better metric uses the largest observed value, like latency.
+* A metric that no listed model has (e.g. ``fairness`` when no fairness copies exist) is
+  hidden from the table and left out of the Dynascore, instead of making every model
+  incomplete. A model missing a metric that some other model has is *incomplete*: it is
+  listed below the ranked models with the metrics it misses, never dropped.
+* All weights 0 gives a clear message and an unranked table, not an error page.
+* The CI shown for the main metric is the dataset-weighted average of the per-dataset
+  bootstrap bounds (an approximation; each dataset's exact interval is in the breakdown).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from leaderboards.dynascore import (
+    LOWER,
+    DynascoreArrays,
+    DynascoreError,
+    MetricInput,
+    ModelScore,
+    average_over_datasets_array,
+    compute_dynascore_arrays,
+    weighted_row_means,
+)
+from leaderboards.tables.board import ANONYMOUS_NAME, Board, none_if_nan
+from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns, ScoreRecord
+from leaderboards.tables.results import (
+    DATASET_SORT_PREFIX,
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_SORT,
+    DatasetCell,
+    DatasetColumn,
+    LeaderboardRow,
+    LeaderboardTable,
+    LeaderboardWeights,
+    MetricColumn,
+)
+from leaderboards.tables.summaries import best_per_tag, trends_of_top_models
+
+DEFAULT_INSTANCE_MEMORY_GB = 16.0
+ANONYMOUS_OWNER = "anonymous"
+MEMORY_METRIC = "memory_utilization"
+METRIC_LABELS = {
+    "examples_per_second": "Throughput (ex/s)",
+    "latency_p95_ms": "Latency p95 (ms)",
+    "memory_utilization": "Memory (GB)",
+}
+
+
+def build_leaderboard_table(
+    *,
+    task_code: str,
+    metric_specs: Sequence[Any],
+    datasets: Sequence[DatasetRecord],
+    models: Sequence[ModelRecord] = (),
+    scores: ScoreColumns | Iterable[ScoreRecord] = (),
+    weights: LeaderboardWeights,
+    board: Board | None = None,
+    sort: str = DEFAULT_SORT,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    instance_memory_gb: float = DEFAULT_INSTANCE_MEMORY_GB,
+    messages: Sequence[str] = (),
+) -> LeaderboardTable:
+    """Return one page of the leaderboard of ``models`` (see the module docstring).
+
+    The Dynascore of every model is computed in one pass on numpy arrays (the fast path of
+    ``leaderboards.dynascore``, equal to the reference to the last bit); every model is
+    ordered, but only the page rows are built into ``LeaderboardRow`` objects, so the
+    Python work per model is a few list and array operations. ``board`` (a ``Board`` of
+    the listed models and of ``datasets``, by slug, e.g. from ``leaderboards.cubes``)
+    replaces ``models`` and ``scores``.
+    """
+    notes = list(messages)
+    main_spec = next((spec for spec in metric_specs if spec.is_main), None)
+    main_metric = main_spec.name if main_spec is not None else ""
+    scoring = [dataset for dataset in datasets if dataset.access_type == "scoring"]
+    dataset_weights = {
+        dataset.slug: float(weights.datasets.get(dataset.slug, dataset.default_weight))
+        for dataset in scoring
+    }
+    metric_names = [spec.name for spec in metric_specs]
+    if board is None:
+        if not isinstance(scores, ScoreColumns):
+            scores = ScoreColumns.from_records(scores)
+        board = Board.load(models, datasets, scores, metric_names, main_metric)
+    keys = board.keys
+
+    error: str | None = None
+    error_code: str | None = None
+    try:
+        # Datasets missing from ``dataset_weights`` (standard, hidden) are ignored by
+        # the averaging, so every dataset of the board is passed.
+        averages, _ = average_over_datasets_array(board.values, board.slugs, dataset_weights)
+    except DynascoreError as problem:
+        error, error_code = problem.message, problem.code
+        averages = np.full((len(keys), len(board.metric_names)), np.nan)
+    has_value = ~np.isnan(averages).all(axis=0)
+    available = {
+        name for name, has in zip(board.metric_names, has_value.tolist(), strict=True) if has
+    }
+
+    shown_specs = [spec for spec in metric_specs if spec.name in available or spec.is_main]
+    hidden_metrics = tuple(spec.name for spec in metric_specs if spec not in shown_specs)
+    offsets = {
+        spec.name: _offset(spec, board.average_column(averages, spec.name), instance_memory_gb)
+        for spec in shown_specs
+        if str(spec.direction) == LOWER
+    }
+    metric_inputs = [
+        MetricInput(
+            name=spec.name,
+            direction=str(spec.direction),
+            weight=float(weights.metrics.get(spec.name, spec.default_weight)),
+            offset=offsets.get(spec.name, 0.0),
+        )
+        for spec in shown_specs
+        if spec.name in available
+    ]
+
+    result: DynascoreArrays | None = None
+    if error is None and main_metric in available:
+        try:
+            result = compute_dynascore_arrays(
+                keys,
+                averages[:, [board.metric_position[item.name] for item in metric_inputs]],
+                metric_inputs,
+                main_metric=main_metric,
+            )
+        except DynascoreError as problem:
+            error, error_code = problem.message, problem.code
+    elif error is None and board.keys:
+        notes.append("No model has a score on the scoring datasets yet.")
+
+    columns = tuple(
+        MetricColumn(
+            name=spec.name,
+            label=METRIC_LABELS.get(spec.name, spec.name.replace("_", " ").capitalize()),
+            kind=spec.kind,
+            direction=str(spec.direction),
+            weight=float(weights.metrics.get(spec.name, spec.default_weight)),
+            default_weight=float(spec.default_weight),
+            is_main=spec.is_main,
+            offset=offsets.get(spec.name, 0.0),
+            amrs=result.amrs.get(spec.name) if result is not None else None,
+            contributes=result is not None and result.amrs.get(spec.name, 0.0) > 0,
+        )
+        for spec in shown_specs
+    )
+    dataset_columns = tuple(
+        DatasetColumn(
+            slug=dataset.slug,
+            name=dataset.name,
+            access_type=dataset.access_type,
+            round_number=dataset.round_number,
+            weight=dataset_weights.get(dataset.slug, dataset.default_weight),
+            default_weight=dataset.default_weight,
+        )
+        for dataset in datasets
+    )
+
+    # The main metric's CI per model: dataset-weighted bounds (for the rows and "ci" sort).
+    weighted = [
+        (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
+        for dataset in scoring
+        if dataset_weights.get(dataset.slug, 0.0) > 0
+    ]
+    ci_columns = [position for position, _ in weighted]
+    ci_weights = [weight for _, weight in weighted]
+    ci_lows = weighted_row_means(board.ci_lows[:, ci_columns], ci_weights)
+    ci_highs = weighted_row_means(board.ci_highs[:, ci_columns], ci_weights)
+
+    # Order every model (arrays), then build rows for the page only.
+    required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
+
+    def missing_of(index: int) -> tuple[str, ...]:
+        if result is not None:
+            return result.missing.get(index, ())
+        if error is not None:
+            return ()
+        values = board.average_row(averages, index)
+        return tuple(name for name in metric_names if name in required and values.get(name) is None)
+
+    if result is None:
+        groups = np.zeros(len(keys), dtype=np.int64)
+    else:
+        # Ranked (complete) models first, incomplete ones below.
+        groups = np.ones(len(keys), dtype=np.int64)
+        groups[result.order[: result.complete_count]] = 0
+    field_name = sort.removeprefix("-")
+    descending = sort.startswith("-")
+    if field_name == "name":
+        order = _order_by_name(board, groups, descending)
+    else:
+        if field_name == "dynascore":
+            values = result.dynascores if result is not None else np.full(len(keys), np.nan)
+        elif field_name == "ci":
+            values = ci_lows
+        elif field_name.startswith(DATASET_SORT_PREFIX):
+            values = board.main_on(field_name.removeprefix(DATASET_SORT_PREFIX))
+        else:
+            values = board.average_column(averages, field_name)
+        # Inside each group missing values go last whichever the direction, and the model
+        # key breaks ties (stable pages); ``keys`` are sorted, so a key's rank is its index.
+        missing = np.isnan(values)
+        signed = np.where(missing, 0.0, -values if descending else values)
+        order = np.lexsort((np.arange(len(keys)), signed, missing, groups)).tolist()
+
+    total_rows = len(order)
+    page_count = max(1, math.ceil(total_rows / page_size))
+    if page > page_count:
+        notes.append(f"There are only {page_count} page(s): showing the last one.")
+        page = page_count
+    start = (page - 1) * page_size
+    shown_names = [spec.name for spec in shown_specs]
+    rows = tuple(
+        _row(
+            board,
+            index,
+            result.model_score(index) if result is not None else None,
+            averages,
+            shown_names,
+            datasets,
+            main_metric,
+            ci_lows,
+            ci_highs,
+            missing_of(index),
+        )
+        for index in order[start : start + page_size]
+    )
+
+    trend_rounds, trends = trends_of_top_models(result, scoring, board)
+    return LeaderboardTable(
+        task_code=task_code,
+        main_metric=main_metric,
+        weights=LeaderboardWeights(
+            metrics={
+                spec.name: float(weights.metrics.get(spec.name, spec.default_weight))
+                for spec in metric_specs
+            },
+            datasets=dataset_weights,
+        ),
+        sort=sort,
+        page=page,
+        page_size=page_size,
+        page_count=page_count,
+        total_rows=total_rows,
+        metrics=columns,
+        datasets=dataset_columns,
+        rows=rows,
+        hidden_metrics=hidden_metrics,
+        error=error,
+        error_code=error_code,
+        messages=tuple(notes),
+        best_per_tag=best_per_tag(board, dataset_weights),
+        trend_rounds=trend_rounds,
+        trends=trends,
+    )
+
+
+def _order_by_name(board: Board, groups: np.ndarray, descending: bool) -> list[int]:
+    """Return the model positions by display name (case-folded) inside each group."""
+    keyed = [
+        (group, board.display_name(index).lower(), board.keys[index])
+        for index, group in enumerate(groups.tolist())
+    ]
+    if descending:
+        keyed.sort(key=lambda item: (item[0], item[1] is None, item[2]))
+        keyed = _reverse_within_groups(keyed)
+    else:
+        keyed.sort(key=lambda item: (item[0], 0, item[1], item[2]))
+    position = {key: index for index, key in enumerate(board.keys)}
+    return [position[key] for _, _, key in keyed]
+
+
+def _reverse_within_groups(keyed: list[tuple[int, Any, str]]) -> list[tuple[int, Any, str]]:
+    # Descending by name: reverse the named part of each group, keep missing names last.
+    result: list[tuple[int, Any, str]] = []
+    for group in sorted({item[0] for item in keyed}):
+        members = [item for item in keyed if item[0] == group]
+        named = [item for item in members if item[1] is not None]
+        named.sort(key=lambda item: (item[1], item[2]), reverse=True)
+        result += named + [item for item in members if item[1] is None]
+    return result
+
+
+def _offset(spec: Any, averages: np.ndarray, memory: float) -> float:
+    if spec.name == MEMORY_METRIC:
+        return float(memory)
+    values = [value for value in averages.tolist() if value == value]
+    return max(values) if values else 0.0
+
+
+def _row(
+    board: Board,
+    index: int,
+    ranked: ModelScore | None,
+    averages: np.ndarray,
+    shown_metrics: Sequence[str],
+    datasets: Sequence[DatasetRecord],
+    main_metric: str,
+    ci_lows: np.ndarray,
+    ci_highs: np.ndarray,
+    missing: tuple[str, ...],
+) -> LeaderboardRow:
+    model = board.models[index]
+    cells = {}
+    for dataset in datasets:
+        position = board.slug_position[dataset.slug]
+        cells[dataset.slug] = (
+            DatasetCell(
+                none_if_nan(float(board.main[index, position])),
+                none_if_nan(float(board.ci_lows[index, position])),
+                none_if_nan(float(board.ci_highs[index, position])),
+            )
+            if board.present[index, position]
+            else DatasetCell(None)
+        )
+    values = board.average_row(averages, index)
+    return LeaderboardRow(
+        rank=ranked.rank if ranked is not None else None,
+        model_id=model.model_id,
+        model_name=model.name if model.show_identity else ANONYMOUS_NAME,
+        owner_name=model.owner_name if model.show_identity else ANONYMOUS_OWNER,
+        is_anonymous=not model.show_identity,
+        dynascore=ranked.dynascore if ranked is not None else None,
+        metrics={name: values.get(name) for name in shown_metrics},
+        ci_low=none_if_nan(float(ci_lows[index])),
+        ci_high=none_if_nan(float(ci_highs[index])),
+        datasets=cells,
+        incomplete=bool(missing),
+        missing_metrics=missing,
+        contributions=dict(ranked.contributions) if ranked is not None else {},
+    )

@@ -1,0 +1,263 @@
+"""The typed leaderboard table and its query (pure: no DB, no HTTP).
+
+``LeaderboardTable`` is one page of a leaderboard with what the page around it shows; it
+renders itself as plain JSON types (``as_dict``) and as CSV cells. ``LeaderboardWeights``
+and ``LeaderboardQuery`` are a parsed query string (``leaderboards.tables.query``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from leaderboards.dynascore import LOWER
+
+DEFAULT_PAGE_SIZE = 50
+DEFAULT_SORT = "-dynascore"
+METRIC_PARAMETER_PREFIX = "w_"
+DATASET_PARAMETER_PREFIX = "d_"
+DATASET_SORT_PREFIX = "dataset:"
+
+
+@dataclass(frozen=True)
+class LeaderboardWeights:
+    """Metric weights by metric name and dataset weights by dataset slug."""
+
+    metrics: Mapping[str, float]
+    datasets: Mapping[str, float]
+
+    def as_dict(self) -> dict[str, dict[str, float]]:
+        """Return the ``{"metrics": {...}, "datasets": {...}}`` shape that forks store."""
+        return {"metrics": dict(self.metrics), "datasets": dict(self.datasets)}
+
+    def as_query(self) -> dict[str, str]:
+        """Return the GET parameters that reproduce these weights."""
+        query = {
+            f"{METRIC_PARAMETER_PREFIX}{name}": _number_text(w) for name, w in self.metrics.items()
+        }
+        for slug, weight in self.datasets.items():
+            query[f"{DATASET_PARAMETER_PREFIX}{slug}"] = _number_text(weight)
+        return query
+
+
+@dataclass(frozen=True)
+class LeaderboardQuery:
+    """A parsed leaderboard query; unpacks as ``weights, sort, page``.
+
+    ``messages`` says which parameters were ignored and why.
+    """
+
+    weights: LeaderboardWeights
+    sort: str
+    page: int
+    page_size: int = DEFAULT_PAGE_SIZE
+    messages: tuple[str, ...] = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.weights, self.sort, self.page))
+
+
+@dataclass(frozen=True)
+class MetricColumn:
+    name: str
+    label: str
+    kind: str
+    direction: str
+    weight: float
+    default_weight: float
+    is_main: bool
+    offset: float
+    # Average marginal rate of substitution; None when the Dynascore was not computed.
+    amrs: float | None = None
+    contributes: bool = True
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction != LOWER
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label,
+            "kind": self.kind,
+            "direction": self.direction,
+            "weight": self.weight,
+            "default_weight": self.default_weight,
+            "is_main": self.is_main,
+            "offset": self.offset,
+            "amrs": self.amrs,
+            "contributes": self.contributes,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetColumn:
+    slug: str
+    name: str
+    access_type: str
+    round_number: int | None
+    weight: float
+    default_weight: float
+
+    @property
+    def is_scoring(self) -> bool:
+        return self.access_type == "scoring"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "name": self.name,
+            "access_type": self.access_type,
+            "round": self.round_number,
+            "weight": self.weight if self.is_scoring else None,
+            "default_weight": self.default_weight if self.is_scoring else None,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetCell:
+    """A model's main-metric value on one dataset, with its bootstrap interval."""
+
+    value: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high}
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    rank: int | None
+    model_id: int
+    model_name: str
+    owner_name: str
+    is_anonymous: bool
+    dynascore: float | None
+    # Metric values as measured (not converted), averaged over the scoring datasets.
+    metrics: Mapping[str, float | None]
+    ci_low: float | None
+    ci_high: float | None
+    datasets: Mapping[str, DatasetCell]
+    incomplete: bool = False
+    missing_metrics: tuple[str, ...] = ()
+    contributions: Mapping[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "model_id": None if self.is_anonymous else self.model_id,
+            "model": self.model_name,
+            "owner": self.owner_name,
+            "anonymous": self.is_anonymous,
+            "dynascore": self.dynascore,
+            "metrics": dict(self.metrics),
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "datasets": {slug: cell.as_dict() for slug, cell in self.datasets.items()},
+            "incomplete": self.incomplete,
+            "missing_metrics": list(self.missing_metrics),
+            "contributions": dict(self.contributions),
+        }
+
+
+@dataclass(frozen=True)
+class TagLeader:
+    tag: str
+    model_name: str
+    value: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tag": self.tag, "model": self.model_name, "value": self.value}
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    model_name: str
+    values: tuple[float | None, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model_name, "values": list(self.values)}
+
+
+@dataclass(frozen=True)
+class LeaderboardTable:
+    """One page of a leaderboard, plus what the page around it shows."""
+
+    task_code: str
+    main_metric: str
+    weights: LeaderboardWeights
+    sort: str
+    page: int
+    page_size: int
+    page_count: int
+    total_rows: int
+    metrics: tuple[MetricColumn, ...]
+    datasets: tuple[DatasetColumn, ...]
+    rows: tuple[LeaderboardRow, ...]
+    hidden_metrics: tuple[str, ...] = ()
+    error: str | None = None
+    error_code: str | None = None
+    messages: tuple[str, ...] = ()
+    best_per_tag: tuple[TagLeader, ...] = ()
+    trend_rounds: tuple[int, ...] = ()
+    trends: tuple[TrendSeries, ...] = ()
+
+    @property
+    def scoring_datasets(self) -> tuple[DatasetColumn, ...]:
+        return tuple(dataset for dataset in self.datasets if dataset.is_scoring)
+
+    @property
+    def trends_data(self) -> dict[str, Any]:
+        """Return the trends chart's data: the rounds and one series per top model."""
+        return {
+            "rounds": list(self.trend_rounds),
+            "series": [series.as_dict() for series in self.trends],
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the table as plain JSON types (the JSON export and the API body)."""
+        return {
+            "task": self.task_code,
+            "main_metric": self.main_metric,
+            "weights": self.weights.as_dict(),
+            "sort": self.sort,
+            "page": self.page,
+            "page_size": self.page_size,
+            "page_count": self.page_count,
+            "total_rows": self.total_rows,
+            "metrics": [metric.as_dict() for metric in self.metrics],
+            "hidden_metrics": list(self.hidden_metrics),
+            "datasets": [dataset.as_dict() for dataset in self.datasets],
+            "rows": [row.as_dict() for row in self.rows],
+            "error": {"code": self.error_code, "message": self.error} if self.error else None,
+            "messages": list(self.messages),
+            "best_per_tag": [leader.as_dict() for leader in self.best_per_tag],
+            "trends": self.trends_data,
+        }
+
+    def csv_header(self) -> list[str]:
+        """Return the CSV header; ``csv_rows`` follows the same order."""
+        header = ["rank", "model", "owner", "dynascore"]
+        header += [metric.name for metric in self.metrics]
+        header += [f"{self.main_metric}_ci_low", f"{self.main_metric}_ci_high"]
+        header += [f"{DATASET_SORT_PREFIX}{dataset.slug}" for dataset in self.datasets]
+        header += ["incomplete", "missing_metrics"]
+        return header
+
+    def csv_rows(self) -> list[list[Any]]:
+        """Return the page rows as CSV cells (empty string for a missing value)."""
+        rows = []
+        for row in self.rows:
+            cells: list[Any] = [row.rank, row.model_name, row.owner_name, row.dynascore]
+            cells += [row.metrics.get(metric.name) for metric in self.metrics]
+            cells += [row.ci_low, row.ci_high]
+            cells += [row.datasets[dataset.slug].value for dataset in self.datasets]
+            cells += [row.incomplete, " ".join(row.missing_metrics)]
+            rows.append(["" if cell is None else cell for cell in cells])
+        return rows
+
+
+def _number_text(value: float) -> str:
+    return f"{value:g}"

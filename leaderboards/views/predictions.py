@@ -1,0 +1,51 @@
+"""The predictions file upload: score a model from its outputs on a dataset (its owners)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views import View
+
+from leaderboards.forms import PredictionsUploadForm
+from leaderboards.services.predictions import predictions_import
+from leaderboards.views.common import editable_model
+from tasks.errors import ServiceError
+
+
+class PredictionsUploadView(LoginRequiredMixin, View):
+    def get(self, request, pk):
+        model = editable_model(pk, request.user)
+        form = PredictionsUploadForm(task=model.task, user=request.user)
+        return self.render(request, model, form, [])
+
+    def post(self, request, pk):
+        model = editable_model(pk, request.user)
+        form = PredictionsUploadForm(
+            request.POST, request.FILES, task=model.task, user=request.user
+        )
+        if not form.is_valid():
+            return self.render(request, model, form, [], status=400)
+        upload = form.cleaned_data["file"]
+        dataset = form.cleaned_data["dataset"]
+        try:
+            run = predictions_import(
+                model, dataset, upload.file, filename=upload.name, user=request.user
+            )
+        except ServiceError as error:
+            form.add_error(None, error.message)
+            return self.render(request, model, form, error.details.get("errors", []), status=400)
+        messages.success(request, "The predictions were scored.")
+        return redirect("leaderboards:run_detail", run_id=run.pk)
+
+    def render(self, request, model, form, errors, status=200):
+        config = model.task.config
+        context = {
+            "model": model,
+            "form": form,
+            "upload_errors": errors,
+            "output_names": config.output_names if config else (),
+        }
+        template = "leaderboards/predictions_upload.html"
+        return TemplateResponse(request, template, context, status=status)

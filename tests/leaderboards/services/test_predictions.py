@@ -1,0 +1,115 @@
+"""Predictions files: all or nothing with line numbers, scored exactly like an endpoint run
+with the same outputs."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from leaderboards.models import EvaluationRun, Prediction, RunStatus, RunTrigger, Score
+from leaderboards.services.predictions import predictions_import
+from leaderboards.services.runs import evaluation_run_create
+from tasks.errors import InvalidUpload, PermissionDenied
+from tests.factories import ModelFactory, UserFactory
+from tests.leaderboards.evalkit import (
+    KeywordSentiment,
+    import_sentiment,
+    jsonl,
+    make_model,
+    run_worker,
+    sentiment_prob,
+    serving,
+)
+
+
+def _codes(error) -> list[tuple[int, str]]:
+    return [(item["line"], item["code"]) for item in error.details["errors"]]
+
+
+@pytest.mark.django_db
+def test_bad_lines_are_named_and_nothing_is_kept(eval_task, file_model):
+    dataset = import_sentiment(eval_task, 6, evaluate=False)
+    rows = [
+        {"uid": "u0", "label": "positive", "prob": sentiment_prob("positive")},
+        {"uid": "u1", "label": "banana", "prob": sentiment_prob("negative")},  # not a label
+        # an unknown uid
+        {"uid": "nope", "label": "neutral", "prob": sentiment_prob("neutral")},
+        {"uid": "u0", "label": "neutral", "prob": sentiment_prob("neutral")},  # repeated uid
+        {
+            "uid": "u3",
+            "label": "neutral",
+            "prob": sentiment_prob("neutral"),
+            "extra": 1,
+        },  # not output
+        {"uid": "u4", "label": "negative", "prob": sentiment_prob("negative")},
+    ]
+    with pytest.raises(InvalidUpload) as caught:
+        predictions_import(file_model, dataset, jsonl(rows), filename="p.jsonl")
+    codes = _codes(caught.value)
+    assert {line for line, _ in codes} == {2, 3, 4, 5}
+    assert (3, "upload.E023") in codes
+    assert (4, "upload.E020") in codes
+    assert (5, "upload.E010") in codes
+    assert any(line == 2 and code.startswith("value.") for line, code in codes)
+    # All or nothing: no run, no prediction, no score.
+    assert not EvaluationRun.objects.filter(model=file_model).exists()
+    assert not Prediction.objects.exists()
+    assert not Score.objects.filter(model=file_model).exists()
+
+
+@pytest.mark.django_db
+def test_invalid_json_and_empty_file(eval_task, file_model):
+    dataset = import_sentiment(eval_task, 2, evaluate=False)
+    payload = io.BytesIO(b'{"uid": "u0", "label": "positive"}\n{not json\n')
+    with pytest.raises(InvalidUpload) as caught:
+        predictions_import(file_model, dataset, payload, filename="p.jsonl")
+    assert (2, "upload.E003") in _codes(caught.value)
+    with pytest.raises(InvalidUpload) as caught:
+        predictions_import(file_model, dataset, io.BytesIO(b""), filename="p.jsonl")
+    assert _codes(caught.value) == [(0, "upload.E008")]
+    assert not EvaluationRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_only_the_models_owners_upload(eval_task, file_model):
+    dataset = import_sentiment(eval_task, 2, evaluate=False)
+    rows = [{"uid": "u0", "label": "positive", "prob": sentiment_prob("positive")}]
+    with pytest.raises(PermissionDenied):
+        predictions_import(file_model, dataset, jsonl(rows), user=UserFactory(username="stranger"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_upload_scores_like_an_endpoint_run_with_the_same_outputs(
+    eval_task, eval_owner, redis_connection, fast_client
+):
+    with serving(KeywordSentiment()) as server:
+        live = make_model(eval_task, eval_owner, server.url, name="live")
+        dataset = import_sentiment(eval_task, 40, evaluate=False)
+        evaluation_run_create(live, dataset, shard_size=15)
+        run_worker()
+    live_score = Score.objects.get(model=live, dataset=dataset)
+    outputs = Prediction.objects.filter(run=live_score.run).values_list("example__uid", "output")
+    rows = [{"uid": uid, **output} for uid, output in outputs]
+
+    uploaded = ModelFactory(task=eval_task, owner=eval_owner, name="uploaded")
+    run = predictions_import(uploaded, dataset, jsonl(rows), filename="p.jsonl", user=eval_owner)
+    assert run.status == RunStatus.DONE
+    assert run.trigger == RunTrigger.PREDICTIONS_UPLOAD
+    assert (run.done, run.total, run.failed_count) == (40, 40, 0)
+    score = Score.objects.get(model=uploaded, dataset=dataset)
+    assert score.main_value == live_score.main_value
+    assert score.metrics["macro_f1"] == live_score.metrics["macro_f1"]
+    assert (score.ci_low, score.ci_high) == (live_score.ci_low, live_score.ci_high)
+    assert score.per_tag == live_score.per_tag
+    assert score.example_count == live_score.example_count == 40
+    # A file says nothing about speed: no job metrics.
+    assert score.examples_per_second is None and score.latency_p50_ms is None
+
+    # Lines left out count as wrong answers (the model gave none).
+    partial = ModelFactory(task=eval_task, owner=eval_owner, name="partial")
+    run = predictions_import(partial, dataset, jsonl(rows[:20]), filename="p.jsonl")
+    assert (run.done, run.failed_count) == (20, 20)
+    partial_score = Score.objects.get(model=partial, dataset=dataset)
+    assert partial_score.example_count == 40
+    assert partial_score.main_value < live_score.main_value

@@ -1,0 +1,151 @@
+"""Evaluation shards against real loopback model servers: resumable, skipping stored
+predictions, failing with the first bad response, one raw response kept per batch."""
+
+from __future__ import annotations
+
+import pytest
+
+from leaderboards.models import Prediction, RunStatus, Score
+from leaderboards.services import shards
+from leaderboards.services.runs import evaluation_run_create, evaluation_run_retry
+from tests.leaderboards.evalkit import (
+    KeywordSentiment,
+    import_sentiment,
+    make_model,
+    run_worker,
+    serving,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _score_fields(score):
+    return (score.metrics["macro_f1"], score.per_tag, score.ci_low, score.ci_high)
+
+
+def test_killed_shard_resumes_without_resending(
+    eval_task, eval_owner, redis_connection, fast_client
+):
+    # Reference: an uninterrupted run on its own server.
+    with serving(KeywordSentiment()) as server:
+        reference_model = make_model(eval_task, eval_owner, server.url, name="reference")
+        dataset = import_sentiment(eval_task, 30, evaluate=False)
+        evaluation_run_create(reference_model, dataset, shard_size=100)
+        run_worker()
+    reference = Score.objects.get(model=reference_model, dataset=dataset)
+
+    crashing = KeywordSentiment(fail_after=3)  # 3 batches of 4 succeed, then a crash
+    with serving(crashing) as server:
+        model = make_model(eval_task, eval_owner, server.url, name="crashing", max_concurrency=1)
+        run = evaluation_run_create(model, dataset, shard_size=100)
+        run_worker()
+        run.refresh_from_db()
+        assert run.status == RunStatus.FAILED
+        assert run.error_code == "model.server_error"
+        stored = Prediction.objects.filter(run=run).count()
+        assert stored == 12
+        first_uids = list(crashing.uids)
+
+        crashing.fail_after = None  # the model is back
+        evaluation_run_retry(run, user=eval_owner)
+        run_worker()
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE
+    assert run.done == 30
+    resent = crashing.uids[len(first_uids) :]
+    assert len(resent) == 30 - stored
+    assert not set(resent) & set(first_uids)
+    score = Score.objects.get(model=model, dataset=dataset)
+    assert _score_fields(score) == _score_fields(reference)
+
+
+def test_preinserted_predictions_are_skipped(eval_task, eval_owner, redis_connection, fast_client):
+    handler = KeywordSentiment()
+    with serving(handler) as server:
+        model = make_model(eval_task, eval_owner, server.url)
+        dataset = import_sentiment(eval_task, 12, evaluate=False)
+        run = evaluation_run_create(model, dataset, shard_size=100)
+        for example in dataset.examples.order_by("position")[:5]:
+            Prediction.objects.create(
+                run=run, example=example, output={"label": "neutral", "prob": None}
+            )
+        run_worker()
+    assert len(handler.uids) == 7
+    assert Prediction.objects.filter(run=run).count() == 12
+
+
+def test_bad_response_fails_run_with_excerpt_and_retry(
+    eval_task, eval_owner, redis_connection, fast_client
+):
+    handler = KeywordSentiment(bad_label=True)
+    with serving(handler) as server:
+        model = make_model(eval_task, eval_owner, server.url, auth_token="sekret-token")
+        dataset = import_sentiment(eval_task, 8, evaluate=False)
+        run = evaluation_run_create(model, dataset)
+        run_worker()
+        run.refresh_from_db()
+        assert run.status == RunStatus.FAILED
+        assert run.error_code == "model.bad_response"
+        assert "banana" in run.first_bad_response
+        assert "sekret-token" not in run.first_bad_response + run.error_message
+        assert not Score.objects.filter(model=model).exists()
+
+        handler.bad_label = False
+        evaluation_run_retry(run, user=eval_owner)
+        run_worker()
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE
+    assert run.first_bad_response == ""
+    assert Score.objects.filter(model=model, dataset=dataset).count() == 1
+
+
+def test_shard_writes_keep_one_raw_response_per_batch(
+    eval_task, eval_owner, redis_connection, fast_client
+):
+    with serving(KeywordSentiment()) as server:
+        model = make_model(eval_task, eval_owner, server.url, batch_size=4)
+        dataset = import_sentiment(eval_task, 10, evaluate=False)
+        run = evaluation_run_create(model, dataset, shard_size=100)
+        run_worker()
+    run.refresh_from_db()
+    assert (run.status, run.done, run.model_version) == (RunStatus.DONE, 10, "keyword-1")
+    rows = list(
+        Prediction.objects.filter(run=run)
+        .order_by("example__position")
+        .values_list("output", "latency_ms", "model_version", "raw_excerpt", "error_code")
+    )
+    assert len(rows) == 10
+    assert rows[0][0] == {
+        "label": "positive",
+        "prob": {"negative": 0.1, "positive": 0.8, "neutral": 0.1},
+    }
+    assert all(latency > 0 and version == "keyword-1" for _, latency, version, _, _ in rows)
+    # Batches of 4: positions 0, 4 and 8 start one and carry its raw response.
+    excerpts = [bool(excerpt) for _, _, _, excerpt, _ in rows]
+    assert excerpts == [index in (0, 4, 8) for index in range(10)]
+    assert '"positive"' in rows[0][3]
+    assert all(code == "" for *_, code in rows)
+    shard = run.shards.get()
+    assert shard.done == 10 and len(shard.batch_latencies_ms) == 3 and shard.work_seconds > 0
+
+
+def testpending_batches_read_a_small_first_chunk_then_whole_ones(
+    eval_task, eval_owner, redis_connection, monkeypatch
+):
+    """Every example without a prediction comes once, in position order, whatever the
+    first read's size (the shard's first requests leave after it)."""
+    monkeypatch.setattr(shards, "READ_CHUNK", 5)
+    model = make_model(eval_task, eval_owner, "http://127.0.0.1:9/")
+    dataset = import_sentiment(eval_task, 23, evaluate=False)
+    run = evaluation_run_create(model, dataset, shard_size=100)
+    shard = run.shards.get()
+    examples = list(dataset.examples.order_by("position").values_list("pk", flat=True))
+    Prediction.objects.bulk_create(
+        Prediction(run=run, example_id=pk, output={}) for pk in examples[3:6] + examples[20:]
+    )
+    expected = examples[:3] + examples[6:20]
+    for first_chunk in (1, 2, 3, 5, 50):
+        batches = list(shards.pending_batches(run, shard, 4, first_chunk=first_chunk))
+        assert [pk for ids, _ in batches for pk in ids] == expected, first_chunk
+        assert all(len(ids) <= 4 for ids, _ in batches)
+        assert [len(inputs) for _, inputs in batches] == [len(ids) for ids, _ in batches]

@@ -1,0 +1,211 @@
+"""Leaderboard pages: the board, htmx partial, exports, hostile params, and a fixed number
+of queries at 5 and 200 models."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.core.cache import cache
+from django.urls import reverse
+
+from leaderboards.models import BoardCube
+from leaderboards.selectors.cubes import score_cube
+from tests.factories import DatasetFactory, ModelFactory, UserFactory
+from tests.leaderboards.boardkit import MAIN, board_with, make_models, table_for, url
+
+
+@pytest.fixture
+def board(task):
+    datasets = [
+        DatasetFactory(task=task, slug="alpha", name="Alpha"),
+        DatasetFactory(task=task, slug="beta", name="Beta"),
+    ]
+    make_models(task, 12, datasets)
+    return task
+
+
+@pytest.mark.django_db
+def test_page_renders_columns_arrows_ci_and_breakdown(client, board):
+    response = client.get(url("task", board.code))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'data-testid="leaderboard"' in html
+    assert 'data-testid="breakdown"' in html
+    assert "Latency p95 (ms)" in html and "↓" in html and "↑" in html
+    assert "95% CI" in html
+    assert 'hx-trigger="change"' in html and 'hx-push-url="true"' in html
+    assert 'type="range"' in html and 'name="d_alpha"' in html
+    assert "chart.umd.min.js" in html
+    assert "model-0049" not in html  # only 12 models
+
+
+@pytest.mark.django_db
+def test_htmx_request_gets_the_table_partial(client, board):
+    response = client.get(url("task", board.code), HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" not in html and 'data-testid="leaderboard"' in html
+    restore = client.get(
+        url("task", board.code), HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true"
+    )
+    assert "<html" in restore.content.decode()
+
+
+@pytest.mark.django_db
+def test_json_and_csv_equal_the_page_table(client, board):
+    query = f"w_{MAIN}=1&w_examples_per_second=3&sort=-examples_per_second&page=2&page_size=5"
+    expected = table_for(board, querydict=query)
+    response = client.get(url("task_json", board.code) + "?" + query)
+    data = response.json()
+    assert data == expected.as_dict()
+    assert [row["model"] for row in data["rows"]] == [row.model_name for row in expected.rows]
+    assert data["page"] == 2 and len(data["rows"]) == 5
+
+    page = client.get(url("task", board.code) + "?" + query).content.decode()
+    positions = [page.index(f">{row.model_name}<") for row in expected.rows]
+    assert positions == sorted(positions)
+
+    content = client.get(url("task_csv", board.code) + "?" + query).content.decode()
+    rows = list(csv.reader(io.StringIO(content)))
+    assert rows[0] == expected.csv_header()
+    assert [row[1] for row in rows[1:]] == [row.model_name for row in expected.rows]
+    assert rows[1][3] == str(expected.rows[0].dynascore)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query",
+    [
+        "w_macro_f1=abc&sort=nope&page=x",
+        "page=-1&page_size=99999999999999999999999",
+        "sort=dataset:nope",
+        "sort=%00&w_latency_p95_ms=1e999",
+        "d_alpha=0&d_beta=0",
+        "w_macro_f1=0&w_robustness=0&w_fairness=0&w_examples_per_second=0"
+        "&w_latency_p95_ms=0&w_memory_utilization=0",
+        "page=3&page=x&sort=name&sort=-dynascore",
+        "w_macro_f1[]=1&__proto__=1",
+        "d_alpha=" + "9" * 5000,
+        "page=%C2%B2&page_size=%EF%BC%91",
+        "w_macro_f1=1_0&d_beta=0x10&sort=%F0%9F%98%80",
+    ],
+)
+def test_hostile_params_never_500(client, board, query):
+    for name in ("task", "task_json", "task_csv"):
+        response = client.get(url(name, board.code) + "?" + query)
+        assert response.status_code == 200, (name, query)
+
+
+@pytest.mark.django_db
+def test_all_zero_weights_show_a_clear_message(client, board):
+    query = "&".join(
+        f"w_{name}=0"
+        for name in (
+            MAIN,
+            "robustness",
+            "fairness",
+            "examples_per_second",
+            "latency_p95_ms",
+            "memory_utilization",
+        )
+    )
+    html = client.get(url("task", board.code) + "?" + query).content.decode()
+    assert 'data-testid="board-error"' in html
+    assert "every metric weight is 0" in html
+
+
+@pytest.mark.django_db
+def test_empty_board_and_hidden_task(client, task, owner):
+    html = client.get(url("task", task.code)).content.decode()
+    assert "No models on this leaderboard yet." in html
+    assert client.get(url("task_json", task.code)).json()["rows"] == []
+    ModelFactory(task=task, name="unscored")
+    DatasetFactory(task=task, slug="set")
+    data = client.get(url("task_json", task.code)).json()
+    assert data["rows"][0]["incomplete"] is True
+    assert data["messages"] == ["No model has a score on the scoring datasets yet."]
+    task.hidden = True
+    task.save()
+    assert client.get(url("task", task.code)).status_code == 404
+    client.force_login(owner)
+    assert client.get(url("task", task.code)).status_code == 200
+
+
+# Anonymous visitor, nothing cached, the task's score cube current. Page: task, task owners
+# (prefetch), datasets, data version, score cube, forks, snapshots. JSON and the htmx table:
+# no forks, snapshots.
+PAGE_QUERIES = 7
+
+
+JSON_QUERIES = 5
+
+
+PARTIAL_QUERIES = 5
+
+
+# The cube out of date (new scores): models, scores and the cube's upsert, in a savepoint
+# (two statements more here, where the test runs in a transaction).
+STALE_EXTRA = 5
+
+
+# The same page of the same data again: the cube is not read.
+CACHED_SAVING = 1
+
+
+# A signed-in visitor adds the user (the session is read from the cache: ``cached_db``).
+SIGNED_IN_EXTRA = 1
+
+
+QUERY = f"?w_{MAIN}=2&sort=-latency_p95_ms&page=1&page_size=50"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("count", [5, 200])
+def test_page_and_json_queries_are_constant(client, task, count, django_assert_num_queries):
+    board_with(task, count)
+    page = reverse("leaderboards:task", args=[task.code]) + QUERY
+    data = reverse("leaderboards:task_json", args=[task.code]) + QUERY
+    for path, expected, headers in (
+        (page, PAGE_QUERIES, {}),
+        (page, PARTIAL_QUERIES, {"HTTP_HX_REQUEST": "true"}),
+        (data, JSON_QUERIES, {}),
+    ):
+        cache.clear()
+        BoardCube.objects.all().delete()
+        with django_assert_num_queries(expected + STALE_EXTRA):
+            assert client.get(path, **headers).status_code == 200
+        cache.clear()
+        with django_assert_num_queries(expected):
+            assert client.get(path, **headers).status_code == 200
+        with django_assert_num_queries(expected - CACHED_SAVING):
+            assert client.get(path, **headers).status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("count", [5, 200])
+def test_signed_in_owner_queries_are_constant(
+    client, task, owner, count, django_assert_num_queries
+):
+    board_with(task, count)
+    score_cube(task)
+    cache.clear()
+    client.force_login(owner)
+    with django_assert_num_queries(PAGE_QUERIES + SIGNED_IN_EXTRA):
+        assert client.get(reverse("leaderboards:task", args=[task.code])).status_code == 200
+    client.force_login(UserFactory())
+    with django_assert_num_queries(JSON_QUERIES + SIGNED_IN_EXTRA):
+        assert client.get(reverse("leaderboards:task_json", args=[task.code])).status_code == 200
+
+
+@pytest.mark.django_db
+def test_uncached_queries_match(client, task, settings, django_assert_num_queries):
+    settings.LEADERBOARD_CACHE_SECONDS = 0
+    board_with(task, 20)
+    score_cube(task)
+    page = reverse("leaderboards:task", args=[task.code]) + QUERY
+    for _ in range(2):
+        # The data version is still read: it says whether the score cube is current.
+        with django_assert_num_queries(PAGE_QUERIES):
+            assert client.get(page).status_code == 200
