@@ -163,6 +163,12 @@ class Example(models.Model):
             # The JSON Lines export walks a task's (or a round's) examples by id (keyset).
             models.Index(fields=["task", "id"], name="example_task_keyset"),
             models.Index(fields=["round", "id"], name="example_round_keyset"),
+            # The live watchdog's look for examples still awaiting their model.
+            models.Index(
+                fields=["updated_at"],
+                name="example_awaiting_model",
+                condition=Q(status="awaiting_model"),
+            ),
         ]
 
     def __str__(self) -> str:
