@@ -100,12 +100,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_boo
 ):
     # Parameters bound on the server: the text of a query is the same whatever its values,
     # so psycopg prepares the hot queries (after 5 runs on a connection) and PostgreSQL
-    # plans them once. Planning was most of the time of the primary-key lookups of the
-    # create and live-prediction paths (0.8 ms planning against 0.2 ms executing).
-    # Django turns psycopg's prepared statements off by default (for transaction-pooling
-    # poolers); with a pooler in that mode, set DB_SERVER_SIDE_BINDING=0.
+    # parses them once. Every run is still planned with its values (force_custom_plan): a
+    # generic plan cannot use a partial index whose condition names a value (the validation
+    # queue's), and scanned the whole table instead. Django turns psycopg's prepared
+    # statements off by default (for transaction-pooling poolers); with a pooler in that
+    # mode, set DB_SERVER_SIDE_BINDING=0.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"server_side_binding": True, "prepare_threshold": 5}
+        {
+            "server_side_binding": True,
+            "prepare_threshold": 5,
+            "options": "-c plan_cache_mode=force_custom_plan",
+        }
     )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process and the RQ workers read while one of them writes.
