@@ -176,11 +176,12 @@ def redis_connection_options(url: str) -> dict:
     }
 
 
-# The RQ workers and the cron scheduler ride out a Redis restart: every command is tried
-# again with a growing pause, for about 20 s, before it fails.
+# The RQ workers and the cron scheduler ride out a Redis restart: every command, and every
+# attempt to connect (a refused connection is an OSError), is tried again with a growing
+# pause, for about 20 s, before it fails.
 WORKER_REDIS_CLIENT_KWARGS = {
     "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), 25),
-    "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+    "retry_on_error": [RedisConnectionError, RedisTimeoutError, OSError],
     "health_check_interval": 30,
 }
 # A web request gives up at once: the page says the queue is unreachable, nothing waits.
