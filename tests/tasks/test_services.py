@@ -110,7 +110,7 @@ def test_contexts_import_is_all_or_nothing_and_names_every_bad_line(task):
     stream = jsonl(
         {"context": {"context": "fine"}},
         {"context": {"wrong_field": "x"}},
-        {"context": "not an object"},
+        {"context": 5},
         {"context": {"context": "fine again"}},
     )
     stream = io.BytesIO(stream.getvalue() + b"{not json\n")
