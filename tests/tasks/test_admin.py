@@ -61,8 +61,8 @@ def test_invalid_yaml_shows_every_error_with_its_line_and_saves_nothing(client, 
     assert response.status_code == 200
     page = response.content.decode()
     assert "Line 3" in page and "Line 9" in page
-    assert page.count("[config.E") >= 3
-    assert 'data-error-lines="' in page
+    assert page.count('data-code="config.E') >= 3
+    assert 'data-error-lines="3,5,8,9"' in page
     assert not Task.objects.filter(code="built").exists()
 
 
@@ -132,7 +132,7 @@ def test_upload_contexts_in_admin_success_and_line_errors(client, owner):
     response = client.post(url, {"file": bad})
     page = response.content.decode()
     assert response.status_code == 200
-    assert "upload-errors" in page and "<td>2</td>" in page
+    assert "upload-errors" in page and '<td class="upload-error-line">2</td>' in page
     assert task.contexts.count() == 1
 
 
