@@ -26,6 +26,7 @@ from django.views.decorators.http import require_POST
 
 from tasks import services
 from tasks.config import TaskConfigError, parse_task_config
+from tasks.config.located_yaml import MAX_TEXT_LENGTH
 from tasks.errors import ServiceError
 from tasks.forms import (
     ContextUploadForm,
@@ -68,6 +69,14 @@ def upload_examples(config) -> dict[str, str]:
         "flat_example": json.dumps({**fields, "tag": "news"}, ensure_ascii=False),
         "nested_example": json.dumps({"context": fields, "tag": "news"}, ensure_ascii=False),
     }
+
+
+def request_body_size(request: HttpRequest) -> int:
+    """Return the declared size of the request body (0 when missing or malformed)."""
+    try:
+        return max(0, int(request.headers.get("Content-Length") or 0))
+    except ValueError:
+        return 0
 
 
 def register_task_admin_page(page: TaskAdminPage) -> None:
@@ -281,13 +290,13 @@ class TaskAdmin(OwnerScopedAdmin):
         """
         if not self.can_edit_configs(request):
             raise PermissionDenied
-        size = int(request.headers.get("Content-Length") or 0)
+        size = request_body_size(request)
         if size > CONFIG_CHECK_MAX_BYTES:
             return self._config_check_response(
                 request,
                 refused=f"This config is {size:,} bytes: too large to check as you type "
-                f"(the limit is {CONFIG_CHECK_MAX_BYTES:,}; a config may have 200,000 "
-                "characters at most).",
+                f"(the limit is {CONFIG_CHECK_MAX_BYTES:,} bytes; a config may have "
+                f"{MAX_TEXT_LENGTH:,} characters at most).",
                 status=413,
             )
         try:

@@ -138,6 +138,7 @@ def test_a_huge_body_is_refused_politely_before_it_is_read(owner_client):
     page = response.content.decode()
     assert 'class="config-check-refused"' in page
     assert "1,000,001 bytes: too large to check as you type" in page
+    assert "a config may have 200,000 characters at most" in page
 
 
 def test_the_check_is_post_only(owner_client):
