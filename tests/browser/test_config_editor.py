@@ -125,6 +125,19 @@ def test_typed_mistakes_are_marked_on_their_lines_after_the_debounce(live_server
         ".config-editor-line-number.has-problem"
     ).first.get_attribute("title")
     screenshot(page, "admin-config-editor")
+    # The admin's dark theme: the editor takes the admin's colours, its text stays readable.
+    page.emulate_media(color_scheme="dark")
+    colours = page.evaluate(
+        """() => {
+            const area = document.querySelector('textarea.config-editor');
+            const wrap = document.querySelector('.config-editor-wrap');
+            return [getComputedStyle(area).color, getComputedStyle(wrap).backgroundColor];
+        }"""
+    )
+    assert colours[0] != colours[1]
+    assert colours[1] != "rgb(255, 255, 255)"
+    screenshot(page, "admin-config-editor-dark")
+    page.emulate_media(color_scheme="light")
 
     # "Line 9" moves the caret to the start of line 9.
     page.locator(".config-check-line[data-goto-line='9']").click()
