@@ -511,7 +511,7 @@ def goal_text(config: TaskConfig, goal_label: str) -> str:
 
     The quotes are entities: one character outside Latin-1 makes Python hold the whole page
     as two bytes a character and encode it character by character, where an ASCII page is
-    joined and encoded by copying (0.8% of the instructions of a submission cycle).
+    joined and encoded by copying.
     """
     if not goal_label:
         return ""

@@ -277,12 +277,11 @@ ANNOTATION_LIVE_LINGER_SECONDS = float(os.environ.get("ANNOTATION_LIVE_LINGER_SE
 # between two checks of the live loop (``annotation.live.watchdog``).
 ANNOTATION_COUNTER_FLUSH_SECONDS = int(os.environ.get("ANNOTATION_COUNTER_FLUSH_SECONDS", "5"))
 ANNOTATION_LIVE_WATCHDOG_SECONDS = int(os.environ.get("ANNOTATION_LIVE_WATCHDOG_SECONDS", "10"))
-# Seconds RQ keeps a finished live job (its hash and result). A live job wakes its page through
-# a stream of its own and writes its outcome to the example, so only operators read it later;
-# at 100 submissions/s, 600 s would keep 60,000 job records in Redis. Not 0: RQ then deletes
-# the job, and its deletion asks Redis the job's status once per registry, which cost the
-# worker more than keeping the job (1.6 against 1.2 ms of CPU per job, measured side by side).
-# Jobs that raise are kept a day either way.
+# Seconds RQ keeps a finished live job (its hash and result). A drain wakes its pages through
+# streams of their own and writes its outcomes to the examples, so only operators read it
+# later; a long stay piles job records up in Redis under load. Not 0: RQ then deletes the job,
+# and its deletion asks Redis the job's status once per registry, which costs the worker more
+# than keeping the job a minute. Jobs that raise are kept a day either way.
 ANNOTATION_LIVE_RESULT_TTL = int(os.environ.get("ANNOTATION_LIVE_RESULT_TTL", "60"))
 
 # The periodic jobs that ``manage.py run_cron`` registers with RQ's cron scheduler:
