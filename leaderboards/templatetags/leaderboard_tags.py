@@ -98,6 +98,22 @@ def compact_json(value) -> str:
         return str(value)[:2000]
 
 
+@register.filter
+def field_items(value) -> list[tuple[str, str]]:
+    """Return ``(name, text)`` for each field of a JSON object (the ``uid`` left out),
+    strings as they are and other values as one-line JSON; a value that is not an object is
+    one nameless item, and None none. The template escapes both."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [("", compact_json(value))]
+    return [
+        (str(name), item if isinstance(item, str) else compact_json(item))
+        for name, item in value.items()
+        if name != "uid"
+    ]
+
+
 def _interval(low, high) -> str:
     if low is None or high is None:
         return ""
@@ -149,8 +165,9 @@ def leaderboard_rows(table) -> str:
         marker = ' class="table-light text-muted" data-incomplete="1"' if row.incomplete else ""
         rank = "" if row.rank is None else escape(row.rank)
         lines.append(
-            f"<tr{marker}><td>{rank}</td>"
-            f'<td>{name}<div class="small text-muted">{escape(row.owner_name)}</div>{badge}</td>'
+            f'<tr{marker}><td class="lb-rank">{rank}</td>'
+            f'<td class="lb-model">{name}'
+            f'<div class="small text-muted">{escape(row.owner_name)}</div>{badge}</td>'
             f'<td class="fw-semibold">{escape(number(row.dynascore))}</td>'
             f"{_metric_cells(table, row)}</tr>"
         )
@@ -163,7 +180,7 @@ def breakdown_rows(table) -> str:
     main metric and its CI."""
     lines = []
     for row in table.rows:
-        parts = [f"<tr><td>{escape(row.model_name)}</td>"]
+        parts = [f'<tr><td class="lb-model">{escape(row.model_name)}</td>']
         for dataset in table.datasets:
             cell_value = row.datasets.get(dataset.slug)
             value = cell_value.value if cell_value is not None else None
