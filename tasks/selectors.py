@@ -75,7 +75,8 @@ def register_round_check(check: RoundCheck) -> RoundCheck:
 
 
 def round_warnings(task: Task) -> list[RoundWarning]:
-    """Return the warnings of the open rounds of ``task``, by round number then code.
+    """Return the warnings of the open rounds of ``task``, by round number, the round's own
+    before its loop's.
 
     A round of a task whose config has context fields warns when it has no context; the
     registered checks add theirs. One query, plus those of the checks (one for the loops).
@@ -100,4 +101,8 @@ def round_warnings(task: Task) -> list[RoundWarning]:
     ]
     for check in _round_checks:
         warnings.extend(check(task, rounds))
-    return sorted(warnings, key=lambda warning: (warning.round_number, warning.code))
+    # A round's own problems (no contexts: nobody can write) before its loop's.
+    return sorted(
+        warnings,
+        key=lambda w: (w.round_number, not w.code.startswith("round."), w.code),
+    )

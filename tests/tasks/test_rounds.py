@@ -124,7 +124,7 @@ def _codes(task) -> list[tuple[str, int]]:
 
 
 def test_warnings_name_a_round_without_contexts_or_models(task, owner):
-    assert _codes(task) == [("loop.empty", 1), ("round.no_contexts", 1)]
+    assert _codes(task) == [("round.no_contexts", 1), ("loop.empty", 1)]
     ContextFactory(task=task)
     assert _codes(task) == [("loop.empty", 1)]
     model = _loop_model(task, owner)
