@@ -99,18 +99,21 @@ def compact_json(value) -> str:
 
 
 @register.filter
-def field_items(value) -> list[tuple[str, str]]:
+def field_items(value, first=None) -> list[tuple[str, str]]:
     """Return ``(name, text)`` for each field of a JSON object (the ``uid`` left out),
-    strings as they are and other values as one-line JSON; a value that is not an object is
-    one nameless item, and None none. The template escapes both."""
+    strings as they are and other values as one-line JSON; the fields that the mapping
+    ``first`` names come first (a prediction's gold fields before its probabilities). A
+    value that is not an object is one nameless item, and None none. The template escapes
+    both."""
     if value is None:
         return []
     if not isinstance(value, dict):
         return [("", compact_json(value))]
+    leading = set(first) if isinstance(first, dict) else set()
+    names = sorted((name for name in value if name != "uid"), key=lambda name: name not in leading)
     return [
-        (str(name), item if isinstance(item, str) else compact_json(item))
-        for name, item in value.items()
-        if name != "uid"
+        (str(name), value[name] if isinstance(value[name], str) else compact_json(value[name]))
+        for name in names
     ]
 
 
