@@ -65,7 +65,7 @@ class DatasetExampleSerializer(serializers.Serializer):
     tags = serializers.JSONField()
     gold = serializers.JSONField(
         allow_null=True,
-        help_text="A standard dataset's gold for everyone, every dataset's for the task's "
+        help_text="A public dataset's gold for everyone, every dataset's for the task's "
         "owners; else null.",
     )
     input_id = serializers.CharField()

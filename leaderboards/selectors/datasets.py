@@ -1,10 +1,10 @@
 """Reads of datasets: a task's datasets and a page of a dataset's examples.
 
 Gold answers follow ``dataset_gold_visible``: the task's owners see every dataset's; everyone
-else sees those of **standard** datasets only, which are shown on model pages and never
-enter the ranking. A scoring dataset's gold stays with the owners (it would give the
-leaderboard's answers away), and hidden datasets (and their scores) are not visible to
-non-owners at all.
+else sees those of **public** datasets only, which their owners published with their answers
+(a public development set) and which never enter the ranking. The gold of scoring and
+standard datasets stays with the owners, and hidden datasets (and their scores) are not
+visible to non-owners at all.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def datasets_for_task(task: Task, user) -> list[Dataset]:
 
 def dataset_gold_visible(dataset: Dataset, user) -> bool:
     """Return True when ``user`` may read the gold answers of ``dataset`` (see the module)."""
-    return dataset.access_type == AccessType.STANDARD or can_manage_task(user, dataset.task)
+    return dataset.access_type == AccessType.PUBLIC or can_manage_task(user, dataset.task)
 
 
 def dataset_get_visible(task: Task, slug: str, user) -> Dataset:

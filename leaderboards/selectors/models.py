@@ -2,8 +2,9 @@
 
 Who browses which datasets' examples (``browsable_datasets``): the task's owners every
 original dataset; the model's owner the datasets whose gold they may already read
-(``dataset_gold_visible``: the standard ones), and only aggregates elsewhere; nobody else.
-A hidden dataset's gold and per-example correctness never reach anyone but the task's owners.
+(``dataset_gold_visible``: the public ones), and only aggregates elsewhere; nobody else.
+The gold and per-example correctness of a scoring, standard or hidden dataset never reach
+anyone but the task's owners.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class ExampleBrowser:
     page_count: int
     total: int
     message: str = ""
-    # True for the task's owners (every dataset); False for a model's owner (standard ones).
+    # True for the task's owners (every dataset); False for a model's owner (public ones).
     all_datasets: bool = False
 
 
@@ -99,7 +100,7 @@ def browsable_datasets(model: Model, user) -> list[Dataset]:
         datasets = Dataset.objects.filter(task=task, perturbation_of__isnull=True)
     elif user.is_authenticated and model.owner_id == user.pk:
         datasets = Dataset.objects.filter(
-            task=task, perturbation_of__isnull=True, access_type=AccessType.STANDARD
+            task=task, perturbation_of__isnull=True, access_type=AccessType.PUBLIC
         )
     else:
         return []

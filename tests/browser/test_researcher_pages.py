@@ -97,7 +97,8 @@ def test_a_model_owner_reads_the_examples_table(live_server, browser, login, scr
     author = UserFactory(username="table-author")
     task = TaskFactory(code="table-e2e", owners=[owner])
     model = ModelFactory(task=task, owner=author, name="authors-model")
-    dev = DatasetFactory(task=task, slug="dev", name="Dev set", access_type="standard")
+    dev = DatasetFactory(task=task, slug="dev", name="Dev set", access_type="public")
+    DatasetFactory(task=task, slug="extra", name="Extra set", access_type="standard")
     DatasetFactory(task=task, slug="test", name="Test set", access_type="scoring")
     run = EvaluationRun.objects.create(
         model=model, dataset=dev, config_version=dev.config_version, trigger="rerun"

@@ -1,5 +1,6 @@
 """Who reads a model's per-example results: the task's owners on every dataset, the model's
-owner on the datasets whose gold is public (standard), nobody else; hidden datasets sealed."""
+owner on the datasets whose gold is public, nobody else; scoring, standard and hidden
+datasets keep their gold and per-example correctness from everyone but the task's owners."""
 
 from __future__ import annotations
 
@@ -20,8 +21,13 @@ pytestmark = pytest.mark.django_db
 HOSTILE_INPUT = '<script>alert("input")</script>'
 HOSTILE_LABEL = "<img src=x onerror=alert(1)>"
 # The gold of each dataset, unique so that a leak is found anywhere in a page.
-GOLD = {"dev": "GOLD-OF-DEV", "test": "GOLD-OF-TEST", "secret": "GOLD-OF-SECRET"}
-ACCESS = {"dev": "standard", "test": "scoring", "secret": "hidden"}
+GOLD = {
+    "dev": "GOLD-OF-DEV",
+    "extra": "GOLD-OF-EXTRA",
+    "test": "GOLD-OF-TEST",
+    "secret": "GOLD-OF-SECRET",
+}
+ACCESS = {"dev": "public", "extra": "standard", "test": "scoring", "secret": "hidden"}
 
 
 @pytest.fixture
@@ -31,8 +37,8 @@ def author(db):
 
 @pytest.fixture
 def world(task, author):
-    """A published model of ``author`` with a prediction on a standard, a scoring and a
-    hidden dataset, each example's gold unique."""
+    """A published model of ``author`` with predictions on a dataset of each access type,
+    each dataset's gold unique."""
     model = ModelFactory(task=task, owner=author, name="authors-model")
     for slug, access in ACCESS.items():
         dataset = DatasetFactory(task=task, slug=slug, name=f"Set {slug}", access_type=access)
@@ -73,7 +79,7 @@ def _viewers(owner, author):
         ("anonymous", []),
         ("stranger", []),
         ("model_owner", ["dev"]),
-        ("task_owner", ["dev", "secret", "test"]),
+        ("task_owner", ["dev", "extra", "secret", "test"]),
     ],
 )
 def test_the_browsable_datasets_per_viewer(world, owner, author, viewer, browsable):
@@ -102,13 +108,14 @@ def test_the_model_page_never_shows_a_gold_the_viewer_may_not_read(
         "anonymous": set(),
         "stranger": set(),
         "model_owner": {"dev"},
-        "task_owner": {"dev", "test", "secret"},
+        "task_owner": {"dev", "extra", "test", "secret"},
     }[viewer]
     assert seen == expected
     rows = {slug for slug in ACCESS if any(f'data-uid="{slug}-wrong"' in p for p in pages)}
     assert rows == expected  # no per-example correctness elsewhere either
     if viewer == "model_owner":
-        assert "Set test" in pages[0]  # the scoring dataset's score is still listed
+        # Where the examples are sealed, the scores are not: the runs and scores list them.
+        assert "Set test" in pages[0] and "Set extra" in pages[0]
 
 
 def test_the_table_shows_input_gold_prediction_and_correctness_escaped(client, world, author):
@@ -136,7 +143,8 @@ def test_a_model_owner_compares_only_with_their_own_models(client, world, task, 
 
 
 @pytest.mark.parametrize(
-    ("access", "stranger_sees"), [("standard", True), ("scoring", False), ("hidden", False)]
+    ("access", "stranger_sees"),
+    [("public", True), ("standard", False), ("scoring", False), ("hidden", False)],
 )
 def test_gold_follows_the_access_type_on_the_dataset_pages_and_the_api(
     client, world, owner, access, stranger_sees
