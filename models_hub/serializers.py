@@ -156,6 +156,9 @@ class LoopModelSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
     status = serializers.CharField()
+    last_health_at = serializers.DateTimeField(allow_null=True)
+    last_health_latency_ms = serializers.FloatField(allow_null=True)
+    last_health_error = serializers.CharField(allow_blank=True)
 
 
 class RoundLoopSerializer(serializers.Serializer):

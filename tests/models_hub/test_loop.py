@@ -217,3 +217,19 @@ def test_the_api_registers_an_owners_model_in_the_loop_by_default(task, owner, u
     )
     assert response.status_code == 201
     assert Model.objects.get(name="c").in_loop_rounds.count() == 0
+
+
+def test_the_api_loop_shows_the_models_health_to_the_owners(task, owner):
+    model = _with_health(
+        _model(task, owner, "api-health"),
+        status=ModelStatus.UNHEALTHY,
+        last_health_at=timezone.now(),
+        last_health_latency_ms=None,
+        last_health_error="connection refused",
+    )
+    services.model_set_in_loop(task.rounds.get(), [model], owner)
+    body = client_for(owner).get(f"/api/v1/tasks/{task.code}/rounds/1/models/").json()
+    (entry,) = body["models"]
+    assert entry["status"] == "unhealthy" and entry["last_health_error"] == "connection refused"
+    assert entry["last_health_at"] and entry["last_health_latency_ms"] is None
+    assert "auth_token" not in entry and "endpoint_url" not in entry
