@@ -320,13 +320,18 @@ def blank_create_html(
 def blank_validate_html(key: tuple, config: TaskConfig, *, example_id: int) -> str:
     """Return the HTML of a blank ``ValidateForm`` for ``example_id``, laid out once per key.
 
-    ``key`` names the config version the example was written under; the example id and a
-    fresh signed ``started_at`` are filled in per call.
+    ``key`` starts with the id of the config version the example was written under; the
+    example id and a fresh signed ``started_at`` are filled in per call.
     """
 
     def render() -> str:
         form = ValidateForm(
-            config=config, initial={"example_id": EXAMPLE_MARKER, "started_at": STARTED_MARKER}
+            config=config,
+            initial={
+                "example_id": EXAMPLE_MARKER,
+                "config_version": key[0],
+                "started_at": STARTED_MARKER,
+            },
         )
         return render_crispy_form(form)
 
@@ -352,6 +357,9 @@ class ValidateForm(ConfigForm):
         choices=ValidationLabel.choices, widget=forms.RadioSelect, label="Your verdict"
     )
     example_id = forms.IntegerField(widget=forms.HiddenInput)
+    # The config version the example was written under: the POST is checked against it
+    # without reading the example first (the service checks the example's own version).
+    config_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
     started_at = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, config: TaskConfig, **kwargs):
@@ -378,7 +386,11 @@ class ValidateForm(ConfigForm):
                     )
                 )
         self.helper.layout = Layout(
-            "example_id", "started_at", Field("label", css_class="verdict-choice"), *groups
+            "example_id",
+            "config_version",
+            "started_at",
+            Field("label", css_class="verdict-choice"),
+            *groups,
         )
 
     def verdict_specs(self) -> tuple[FieldSpec, ...]:

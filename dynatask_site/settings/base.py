@@ -269,8 +269,8 @@ ANNOTATION_LIVE_BATCH_SIZE = int(os.environ.get("ANNOTATION_LIVE_BATCH_SIZE", "1
 ANNOTATION_LIVE_LINGER_SECONDS = float(os.environ.get("ANNOTATION_LIVE_LINGER_SECONDS", "1"))
 # Seconds between two flushes of the buffered stats counters (``annotation.stats.buffer``) and
 # between two checks of the live loop (``annotation.live.watchdog``).
-ANNOTATION_COUNTER_FLUSH_SECONDS = int(os.environ.get("ANNOTATION_COUNTER_FLUSH_SECONDS", "2"))
-ANNOTATION_LIVE_WATCHDOG_SECONDS = int(os.environ.get("ANNOTATION_LIVE_WATCHDOG_SECONDS", "5"))
+ANNOTATION_COUNTER_FLUSH_SECONDS = int(os.environ.get("ANNOTATION_COUNTER_FLUSH_SECONDS", "5"))
+ANNOTATION_LIVE_WATCHDOG_SECONDS = int(os.environ.get("ANNOTATION_LIVE_WATCHDOG_SECONDS", "10"))
 # Seconds RQ keeps a finished live job (its hash and result). A live job wakes its page through
 # a stream of its own and writes its outcome to the example, so only operators read it later;
 # at 100 submissions/s, 600 s would keep 60,000 job records in Redis. Not 0: RQ then deletes

@@ -444,15 +444,15 @@ def test_validate_query_counts_are_fixed(client, setup, people, django_assert_ma
 def test_validate_post_takes_a_fixed_number_of_queries(
     client, setup, people, django_assert_max_num_queries
 ):
-    """The steady-state POST: the user, the example still in the queue (the form needs its
-    config), then the transaction: the example locked with whether this validator saw it
-    already, the validation, the example's counters and state, and the transaction's two
-    ends. The stats' counters go to Redis."""
+    """The steady-state POST: the user, then the transaction: the example locked with whether
+    this validator saw it already, the validation, the example's counters and state, and the
+    transaction's two ends. The form is checked against the config version it names (the
+    cached current one); the stats' counters go to Redis."""
     task, context = setup
     first, second = (make_example(task, context, people["writer"], model_wrong=True) for _ in "12")
     client.force_login(people["a"])
     client.post("/tasks/sentiment/validate", {"example_id": first.pk, "label": "correct"})
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(6):
         response = client.post(
             "/tasks/sentiment/validate", {"example_id": second.pk, "label": "correct"}
         )
