@@ -22,6 +22,7 @@ urlpatterns = [
     path(f"{EXAMPLE}metadata", examples.example_metadata, name="example_metadata"),
     path(f"{EXAMPLE}retract", examples.example_retract, name="example_retract"),
     path(f"{EXAMPLE}flag", examples.example_flag, name="example_flag"),
+    path(f"{EXAMPLE}unflag", examples.example_unflag, name="example_unflag"),
     path("tasks/<slug:code>/validate", validate.validate, name="validate"),
     path("tasks/<slug:code>/review", review.review, name="review"),
     path("tasks/<slug:code>/review/<int:pk>", review.review_submit, name="review_submit"),

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from tasks.views import accounts
 from tasks.views import pages as views
 
 app_name = "tasks"
@@ -10,4 +11,5 @@ urlpatterns = [
     path("tasks/<slug:code>/", views.TaskDetailView.as_view(), name="detail"),
     path("propose/", views.TaskProposalView.as_view(), name="propose"),
     path("profile/", views.ProfileView.as_view(), name="profile"),
+    path("accounts/signup/", accounts.SignUpView.as_view(), name="signup"),
 ]

@@ -22,6 +22,8 @@ from annotation.forms import (
     output_items,
 )
 from annotation.models import ExampleStatus
+from annotation.selectors.progress import worker_progress
+from annotation.services.examples import MAX_FLAG_REASON
 from annotation.views.access import campaign_done_url, slow_model_seconds
 
 PREFS_KEY = "annotation_prefs"
@@ -124,6 +126,7 @@ def create_page(
     page = {
         "round": round_,
         "context": context,
+        "progress": worker_progress(task, request.actor),
         "context_items": context_items(config, context.data if context else None),
         **form_part(task, config, context, form, goal_label),
         **extra,
@@ -140,6 +143,7 @@ EXAMPLE_URL_VIEWS = {
     "metadata": "annotation:example_metadata",
     "retract": "annotation:example_retract",
     "flag": "annotation:example_flag",
+    "unflag": "annotation:example_unflag",
 }
 
 
@@ -191,6 +195,7 @@ def example_context(task, example, *, metadata_form=None, quota_reached=False) -
         "stale": stale,
         "next_url": next_url,
         "quota_reached": quota_reached,
+        "flag_reason_max": MAX_FLAG_REASON,
     }
 
 
@@ -204,6 +209,8 @@ def example_page(request, task, example, *, from_post=False, quota_reached=False
                 page["config"], example.context.data if example.context else None
             ),
             "goal_label": example.goal_label,
+            # After a submission the line counts the new example: one query.
+            "progress": worker_progress(task, request.actor) if from_post else None,
         }
     )
     return render(request, "annotation/example.html", page)
