@@ -45,10 +45,11 @@ def latency(milliseconds) -> str:
         value = float(milliseconds)
     except (TypeError, ValueError):
         return ""
-    if value >= 1000:
+    # Each bound is where the finer format would round up to the coarser one's first value.
+    if value >= 999.5:
         return f"{value / 1000:.1f} s"
-    if value >= 10:
+    if value >= 9.95:
         return f"{value:.0f} ms"
-    if value >= 1:
+    if value >= 0.995:
         return f"{value:.1f} ms"
     return f"{value:.2f} ms"
