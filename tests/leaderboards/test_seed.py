@@ -14,9 +14,9 @@ from django.http import QueryDict
 from leaderboards.models import AccessType, Dataset, EvaluationRun, RunStatus, Score
 from leaderboards.selectors.boards import leaderboard_datasets, leaderboard_table
 from leaderboards.tables.query import parse_leaderboard_query
+from models_hub.demo.catalog import demo_model
 from models_hub.demo.sentiment import SentimentHandler
 from models_hub.models import Model
-from models_hub.seed import DEMO_MODELS
 from models_hub.server import make_server
 from tasks.models import Task
 from tests.leaderboards.evalkit import run_worker
@@ -38,7 +38,7 @@ def test_seeded_demo_model_is_scored_and_ranked(sentiment_server, redis_connecti
     call_command("seed_demo", f"--model-url=sentiment={sentiment_server.url}", stdout=out)
     assert "healthy" in out.getvalue(), out.getvalue()
     task = Task.objects.get(code="sentiment")
-    model = Model.objects.get(task=task, name=DEMO_MODELS["sentiment"]["name"])
+    model = Model.objects.get(task=task, name=demo_model("sentiment").name)
     runs = EvaluationRun.objects.filter(model=model)
     assert runs.exists(), "seed_demo queued no evaluation"
 
