@@ -183,9 +183,9 @@ class Supervisor:
             if len(child.exits) > MAX_RESTARTS:
                 child.given_up = True
                 say(
-                    f"{child.name} {what}, its {len(child.exits)}th exit within "
-                    f"{RESTART_WINDOW:.0f}s: giving up on it (the rest keeps running; see the "
-                    "messages above for why it fails)"
+                    f"{child.name} {what} ({len(child.exits)} exits within "
+                    f"{RESTART_WINDOW:.0f}s): giving up on it. The rest keeps running; the "
+                    "messages above say why it fails"
                 )
                 continue
             say(f"{child.name} {what}; restarting it ({len(child.exits)} of {MAX_RESTARTS})")
