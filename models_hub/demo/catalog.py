@@ -73,7 +73,7 @@ DEMO_MODELS: tuple[DemoModel, ...] = (
         port=8101,
         in_loop=True,
         description="The VADER lexicon and rules, mapped to negative/neutral/positive.",
-        card="A rule-based sentiment model (VADER) served by `manage.py serve_model`. "
+        card="A rule-based sentiment model (VADER) served by the demo model server. "
         "Fast, offline and easy to fool with sarcasm or negation.",
         source_url=VADER_SOURCE,
     ),
