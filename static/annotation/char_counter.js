@@ -1,12 +1,13 @@
 // A character counter under every field with a limit (data-max-length): it counts as the
 // worker types or pastes and says when the text is over the limit. Nothing is cut: the server
 // refuses an over-long entry with a form error, which the worker can fix.
-// Characters are counted as the server counts them: code points, a line break as one.
+// Characters are counted as the server counts them: code points, a line break as one, and
+// the spaces before and after the text left out (the server strips them).
 (function () {
   "use strict";
 
   function count(text) {
-    return Array.from(text.replace(/\r\n/g, "\n")).length;
+    return Array.from(text.replace(/\r\n/g, "\n").trim()).length;
   }
 
   function counterOf(field) {
