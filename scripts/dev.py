@@ -69,6 +69,12 @@ def terminate(process: subprocess.Popen, seconds: float = STOP_SECONDS) -> None:
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
+    wait_or_kill(process, seconds)
+
+
+def wait_or_kill(process: subprocess.Popen, seconds: float = STOP_SECONDS) -> None:
+    """Wait ``seconds`` for a process told to stop, then SIGKILL its group. Never a second
+    SIGTERM: an RQ worker takes that for a cold shutdown, cutting its job short."""
     try:
         process.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
@@ -205,7 +211,7 @@ class Supervisor:
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(child.process.pid, signal.SIGTERM)
             for child in members:
-                terminate(child.process)
+                wait_or_kill(child.process)
         for folder in self.cleanup:
             shutil.rmtree(folder, ignore_errors=True)
 

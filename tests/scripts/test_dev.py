@@ -83,7 +83,7 @@ import signal, sys, time
 def stop(*_):
     with open(sys.argv[1], "a") as log:
         log.write(sys.argv[2] + "\\n")
-    time.sleep(0.2)
+    time.sleep(0.5)  # a second SIGTERM meanwhile would be written down twice
     sys.exit(0)
 signal.signal(signal.SIGTERM, stop)
 open(sys.argv[1] + "." + sys.argv[2], "w").close()
