@@ -376,13 +376,18 @@ def blank_create_html(
 def blank_validate_html(key: tuple, config: TaskConfig, *, example_id: int) -> str:
     """Return the HTML of a blank ``ValidateForm`` for ``example_id``, laid out once per key.
 
-    ``key`` names the config version the example was written under; the example id and a
-    fresh signed ``started_at`` are filled in per call.
+    ``key`` starts with the id of the config version the example was written under; the
+    example id and a fresh signed ``started_at`` are filled in per call.
     """
 
     def render() -> str:
         form = ValidateForm(
-            config=config, initial={"example_id": EXAMPLE_MARKER, "started_at": STARTED_MARKER}
+            config=config,
+            initial={
+                "example_id": EXAMPLE_MARKER,
+                "config_version": key[0],
+                "started_at": STARTED_MARKER,
+            },
         )
         return render_crispy_form(form)
 
@@ -411,6 +416,9 @@ class ValidateForm(ConfigForm):
         label="Your verdict",
     )
     example_id = forms.IntegerField(widget=forms.HiddenInput)
+    # The config version the example was written under: the POST is checked against it
+    # without reading the example first (the service checks the example's own version).
+    config_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
     started_at = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, config: TaskConfig, **kwargs):
@@ -437,7 +445,11 @@ class ValidateForm(ConfigForm):
                     )
                 )
         self.helper.layout = Layout(
-            "example_id", "started_at", Field("label", css_class="verdict-choice"), *groups
+            "example_id",
+            "config_version",
+            "started_at",
+            Field("label", css_class="verdict-choice"),
+            *groups,
         )
 
     def verdict_specs(self) -> tuple[FieldSpec, ...]:
@@ -558,7 +570,7 @@ def goal_text(config: TaskConfig, goal_label: str) -> str:
 
     The quotes are entities: one character outside Latin-1 makes Python hold the whole page
     as two bytes a character and encode it character by character, where an ASCII page is
-    joined and encoded by copying (0.8% of the instructions of a submission cycle).
+    joined and encoded by copying.
     """
     if not goal_label:
         return ""

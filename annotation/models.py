@@ -16,6 +16,11 @@ class ExampleStatus(models.TextChoices):
     NO_MODEL = "no_model", "No model in the loop"
 
 
+# Examples ready for validation: a worker finished them (the model answered, or none was in
+# the loop). Awaiting or failed model calls are not shown to validators.
+VALIDATABLE_STATUSES = (ExampleStatus.MODEL_ANSWERED, ExampleStatus.NO_MODEL)
+
+
 class VerdictSource(models.TextChoices):
     NONE = "", "None"
     METRIC = "metric", "The config's model_wrong_metric"

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from annotation.views import campaigns, create, examples, export, review, stats, validate
+from annotation.views.pages import EXAMPLE_ACTIONS
 
 app_name = "annotation"
 
@@ -16,13 +17,10 @@ urlpatterns = [
         name="sandbox_status",
     ),
     path(EXAMPLE, examples.example_detail, name="example"),
-    path(f"{EXAMPLE}status", examples.example_status, name="example_status"),
-    path(f"{EXAMPLE}retry", examples.example_retry, name="example_retry"),
-    path(f"{EXAMPLE}verdict", examples.example_verdict, name="example_verdict"),
-    path(f"{EXAMPLE}metadata", examples.example_metadata, name="example_metadata"),
-    path(f"{EXAMPLE}retract", examples.example_retract, name="example_retract"),
-    path(f"{EXAMPLE}flag", examples.example_flag, name="example_flag"),
-    path(f"{EXAMPLE}unflag", examples.example_unflag, name="example_unflag"),
+    *(
+        path(f"{EXAMPLE}{action}", getattr(examples, f"example_{action}"), name=f"example_{action}")
+        for action in EXAMPLE_ACTIONS
+    ),
     path("tasks/<slug:code>/validate", validate.validate, name="validate"),
     path("tasks/<slug:code>/review", review.review, name="review"),
     path("tasks/<slug:code>/review/<int:pk>", review.review_submit, name="review_submit"),

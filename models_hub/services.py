@@ -29,6 +29,7 @@ from models_hub.models import Model, ModelStatus, Protocol, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
 from models_hub.transport import RetryPolicy
+from tasks.config import TaskConfig
 from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
@@ -298,18 +299,27 @@ def _announce_rows_changed(task_id: int) -> None:
     )
 
 
-def predict_live(model: Model, inputs: list[dict]) -> PredictionResult:
-    """Return ``model``'s checked outputs for ``inputs`` under the task's current config.
+def predict_live(
+    model: Model,
+    inputs: list[dict],
+    *,
+    config: TaskConfig | None = None,
+    task_code: str | None = None,
+) -> PredictionResult:
+    """Return ``model``'s checked outputs for ``inputs``.
 
-    Raises a ``models_hub.errors.ModelCallError`` (with a safe message and a code) when the
-    model fails; ``ModelConfigurationError`` when the task has no config or the model no
-    endpoint. Load ``model`` with ``select_related("task__current_config")`` to avoid queries.
+    The outputs are checked against ``config`` (with ``task_code``, the task's code) when
+    given, else against the task's current config (load ``model`` with
+    ``select_related("task__current_config")`` to avoid queries). Raises a
+    ``models_hub.errors.ModelCallError`` (with a safe message and a code) when the model
+    fails; ``ModelConfigurationError`` when there is no config or the model has no endpoint.
     """
-    config = model.task.config
+    if config is None:
+        config, task_code = model.task.config, model.task.code
     if config is None:
         raise ModelConfigurationError("the task has no config")
     return client.predict(
-        selectors.endpoint_spec(model), config, model.task.code, inputs, retry=LIVE_RETRY
+        selectors.endpoint_spec(model), config, task_code, inputs, retry=LIVE_RETRY
     )
 
 

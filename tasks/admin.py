@@ -1,25 +1,40 @@
 """The admin task builder: tasks and their YAML, rounds, contexts and proposals.
 
 Owners (staff users who own a task) see and edit only their own tasks; superusers see all.
+
+Apps above ``tasks`` add pages under a task (``/admin/tasks/task/<id>/<route>``) with
+``register_task_admin_page``: ``tasks`` imports no other app, so the annotation app registers
+its form preview there when its admin module is loaded.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.views.decorators.http import require_POST
 
 from tasks import services
 from tasks.accounts import site_settings_get
+from tasks.config import TaskConfigError, parse_task_config
+from tasks.config.located_yaml import MAX_TEXT_LENGTH
 from tasks.errors import ServiceError
 from tasks.forms import (
     ContextUploadForm,
     OpenRoundForm,
     ProposalDecisionForm,
     TaskAdminForm,
+    config_check_context,
 )
 from tasks.models import (
     Context,
@@ -31,6 +46,51 @@ from tasks.models import (
     TaskProposal,
 )
 from tasks.permissions import is_task_owner
+
+# The live check reads the YAML from the request body. The parser refuses texts over 200,000
+# characters with a clear code; a body far beyond that (4 bytes a character at most in UTF-8)
+# is refused before it is read.
+CONFIG_CHECK_MAX_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class TaskAdminPage:
+    """A page under a task in the admin, added by an app that ``tasks`` may not import.
+
+    ``view(model_admin, request, task)`` gets a task that the user owns (checked before),
+    ``route`` is the URL under ``/admin/tasks/task/<id>/`` and names the URL
+    ``admin:tasks_task_<name>``; a ``label`` links the page from the task's change page.
+    """
+
+    route: str
+    name: str
+    view: Callable[..., HttpResponse]
+    label: str = ""
+
+
+TASK_ADMIN_PAGES: dict[str, TaskAdminPage] = {}
+
+
+def upload_examples(config) -> dict[str, str]:
+    """Return one flat and one nested JSON context line for ``config``, for the upload page."""
+    fields = {spec.name: "…" for spec in (config.context if config else ())} or {"field": "…"}
+    return {
+        "flat_example": json.dumps({**fields, "tag": "news"}, ensure_ascii=False),
+        "nested_example": json.dumps({"context": fields, "tag": "news"}, ensure_ascii=False),
+    }
+
+
+def request_body_size(request: HttpRequest) -> int:
+    """Return the declared size of the request body (0 when missing or malformed)."""
+    try:
+        return max(0, int(request.headers.get("Content-Length") or 0))
+    except ValueError:
+        return 0
+
+
+def register_task_admin_page(page: TaskAdminPage) -> None:
+    """Add ``page`` under every task of the admin (once per name; call before URLs load)."""
+    TASK_ADMIN_PAGES[page.name] = page
 
 
 class OwnerScopedAdmin(admin.ModelAdmin):
@@ -177,9 +237,33 @@ class TaskAdmin(OwnerScopedAdmin):
         if not change and not request.user.is_superuser:
             form.instance.owners.add(request.user)
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = {
+            **(extra_context or {}),
+            "task_pages": [
+                (page.label, reverse(f"admin:tasks_task_{page.name}", args=[object_id]))
+                for page in TASK_ADMIN_PAGES.values()
+                if page.label and str(object_id).isdigit()
+            ],
+        }
+        return super().change_view(request, object_id, form_url, extra_context)
+
     # --- builder actions ------------------------------------------------------------------
     def get_urls(self):
         own = [
+            path(
+                "config/check/",
+                self.admin_site.admin_view(require_POST(self.config_check_view)),
+                name="tasks_task_config_check",
+            ),
+            *(
+                path(
+                    f"<int:task_id>/{page.route}",
+                    self.admin_site.admin_view(partial(self.task_page_view, page=page)),
+                    name=f"tasks_task_{page.name}",
+                )
+                for page in TASK_ADMIN_PAGES.values()
+            ),
             path(
                 "<int:task_id>/upload-contexts/",
                 self.admin_site.admin_view(self.upload_contexts_view),
@@ -198,6 +282,50 @@ class TaskAdmin(OwnerScopedAdmin):
         if not is_task_owner(request.user, task):
             raise PermissionDenied
         return task
+
+    def task_page_view(self, request, task_id, *, page: TaskAdminPage):
+        return page.view(self, request, self._owned_task(request, task_id))
+
+    def can_edit_configs(self, request) -> bool:
+        """Return True for the users who may open a config editor (adders and owners)."""
+        return self._owns_any(request) or self.has_add_permission(request)
+
+    def config_check_view(self, request: HttpRequest):
+        """Check the YAML of the request body with the one parser; answer a fragment.
+
+        The editor posts the raw text (``Content-Type: application/yaml``) as it is typed.
+        A check that finds problems is still a 200: the fragment lists them with their
+        codes and lines (``data-error-lines`` feeds the gutter's markers).
+        """
+        if not self.can_edit_configs(request):
+            raise PermissionDenied
+        size = request_body_size(request)
+        if size > CONFIG_CHECK_MAX_BYTES:
+            return self._config_check_response(
+                request,
+                refused=f"This config is {size:,} bytes: too large to check as you type "
+                f"(the limit is {CONFIG_CHECK_MAX_BYTES:,} bytes; a config may have "
+                f"{MAX_TEXT_LENGTH:,} characters at most).",
+                status=413,
+            )
+        try:
+            text = request.body.decode("utf-8")
+        except UnicodeDecodeError:
+            return self._config_check_response(
+                request, refused="The config must be UTF-8 text.", status=400
+            )
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        try:
+            config = parse_task_config(text)
+        except TaskConfigError as error:
+            return self._config_check_response(request, issues=error.issues)
+        return self._config_check_response(request, config=config)
+
+    def _config_check_response(self, request, *, issues=(), config=None, refused="", status=200):
+        check = {**config_check_context(issues, config), "refused": refused, "live": True}
+        return TemplateResponse(
+            request, "tasks/widgets/config_check.html", {"check": check}, status=status
+        )
 
     def upload_contexts_view(self, request, task_id):
         task = self._owned_task(request, task_id)
@@ -229,6 +357,7 @@ class TaskAdmin(OwnerScopedAdmin):
             "opts": self.model._meta,
             "original": task,
             "context_fields": task.config.context if task.config else (),
+            **upload_examples(task.config),
         }
         return TemplateResponse(request, "admin/tasks/task/upload_contexts.html", context)
 
@@ -282,16 +411,51 @@ class RoundAdmin(OwnerScopedAdmin):
     list_select_related = ["task"]
 
 
+def config_listing(yaml_text: str) -> str:
+    """Return the HTML of a read-only YAML listing: line numbers, indentation kept, escaped.
+
+    The text is parsed too, so that the lines with problems are marked and listed.
+    """
+    try:
+        parse_task_config(yaml_text)
+    except TaskConfigError as error:
+        check = config_check_context(error.issues)
+    else:
+        check = config_check_context(())
+    marked = {int(line) for line in check["error_lines"].split(",") if line}
+    lines = yaml_text.rstrip("\n").split("\n")
+    return render_to_string(
+        "tasks/config_listing.html",
+        {
+            "text": "\n".join(lines),
+            "numbers": [(number, number in marked) for number in range(1, len(lines) + 1)],
+            "check": {**check, "anchor_lines": True},
+        },
+    )
+
+
 @admin.register(TaskProposal)
 class TaskProposalAdmin(admin.ModelAdmin):
     list_display = ["code", "name", "proposer", "status", "created_at", "decided_by"]
     list_filter = ["status"]
+    fields = [
+        "proposer",
+        "code",
+        "name",
+        "description",
+        "proposed_config",
+        "status",
+        "reason",
+        "decided_by",
+        "decided_at",
+        "task",
+    ]
     readonly_fields = [
         "proposer",
         "code",
         "name",
         "description",
-        "config_yaml",
+        "proposed_config",
         "status",
         "reason",
         "decided_by",
@@ -301,8 +465,20 @@ class TaskProposalAdmin(admin.ModelAdmin):
     actions = ["accept_selected"]
     change_form_template = "admin/tasks/taskproposal/change_form.html"
 
+    class Media:
+        css = {"all": ["tasks/config_editor.css"]}
+
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="Config (YAML)")
+    def proposed_config(self, obj):
+        if not obj.config_yaml.strip():
+            return (
+                "No config proposed: accepting creates the task with a default "
+                "two-label classification config."
+            )
+        return config_listing(obj.config_yaml)
 
     def get_urls(self):
         own = [
@@ -350,6 +526,9 @@ class TaskProposalAdmin(admin.ModelAdmin):
             "title": f"{decision.capitalize()} proposal {proposal.code}",
             "proposal": proposal,
             "decision": decision,
+            "config_listing": config_listing(proposal.config_yaml)
+            if proposal.config_yaml.strip()
+            else "",
             "form": form,
             "opts": self.model._meta,
             "original": proposal,

@@ -5,48 +5,105 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
+from django.urls import reverse_lazy
 
-from tasks.config import TaskConfigError, parse_task_config
+from tasks.config import ConfigIssue, TaskConfig, TaskConfigError, parse_task_config
+from tasks.documentation import documentation_url, error_code_anchor
 from tasks.models import Round, Task, TaskProposal
+from tasks.starter_configs import STARTERS
 
 
 class ConfigEditorWidget(forms.Textarea):
-    """A monospace YAML editor with a line-number gutter; error lines are marked."""
+    """A monospace YAML editor: a line-number gutter with the lines that have problems marked,
+    the list of problems under it, links to the reference and one-click starter configs.
+
+    ``check_url`` (optional) is an endpoint that checks the text as it is typed (see
+    ``TaskAdmin.config_check_view``); without it the problems are those of the last submit.
+    """
 
     template_name = "tasks/widgets/config_editor.html"
 
-    def __init__(self, attrs=None):
-        base = {"rows": 30, "spellcheck": "false", "class": "config-editor vLargeTextField"}
+    def __init__(self, attrs=None, *, check_url=None):
+        base = {
+            "rows": 30,
+            "spellcheck": "false",
+            "autocapitalize": "off",
+            "autocomplete": "off",
+            "wrap": "off",
+            "class": "config-editor vLargeTextField",
+        }
         base.update(attrs or {})
         super().__init__(attrs=base)
-        self.error_lines: list[int] = []
+        self.check_url = check_url
+        self.issues: tuple[ConfigIssue, ...] = ()
 
     def get_context(self, name, value, attrs):
         context = super().get_context(name, value, attrs)
-        context["widget"]["error_lines"] = ",".join(str(line) for line in self.error_lines)
+        widget_id = context["widget"]["attrs"].get("id") or f"id_{name}"
+        context["widget"].update(
+            check_url=str(self.check_url) if self.check_url else "",
+            panel_id=f"{widget_id}-check",
+            starters=STARTERS,
+            starters_id=f"{widget_id}-starters",
+            starter_texts={starter.slug: starter.text for starter in STARTERS},
+            reference_url=documentation_url("task-config"),
+            check=config_check_context(self.issues) if self.issues else None,
+        )
         return context
 
     class Media:
         css = {"all": ["tasks/config_editor.css"]}
-        js = ["tasks/config_editor.js"]
+        # htmx posts the text as it is typed (the admin does not load it by itself).
+        js = ["vendor/htmx/htmx.min.js", "tasks/config_editor.js"]
 
 
-def config_validation_messages(error: TaskConfigError) -> list[str]:
-    messages = []
-    for issue in error.issues:
-        where = f"Line {issue.line}" if issue.line is not None else "(no line)"
-        if issue.column is not None and issue.line is not None:
-            where += f", column {issue.column}"
-        path = f" — {issue.path}" if issue.path else ""
-        messages.append(f"{where}{path}: {issue.message} [{issue.code}]")
-    return messages
+def config_check_context(issues, config: TaskConfig | None = None) -> dict:
+    """Return what ``tasks/widgets/config_check.html`` shows for one check of a config."""
+    return {
+        "issues": [
+            {
+                "code": issue.code,
+                "path": issue.path,
+                "line": issue.line,
+                "column": issue.column,
+                "message": issue.message,
+                "help_url": documentation_url("task-config-errors", error_code_anchor(issue.code)),
+            }
+            for issue in issues
+        ],
+        "error_lines": ",".join(
+            str(line) for line in sorted({i.line for i in issues if i.line is not None})
+        ),
+        "config": config,
+        "outline": config_outline(config) if config is not None else [],
+    }
+
+
+def config_outline(config: TaskConfig) -> list[tuple[str, list[str]]]:
+    """Return what a valid config makes of a task, as (label, field or metric names)."""
+    return [
+        ("Contexts (uploaded by the owner)", _names(config.context)),
+        ("The worker fills", _names(config.input)),
+        ("Targets (the worker's answer the model must match)", _names(config.target_fields)),
+        ("Sent to the model", list(config.model_input_names)),
+        ("The model answers", list(config.output_names)),
+        ("Metrics (the first ranks the leaderboard)", [m.name for m in config.perf_metrics]),
+    ]
+
+
+def _names(specs) -> list[str]:
+    return [spec.name for spec in specs]
 
 
 class TaskConfigField(forms.CharField):
-    """A YAML task config; cleaning parses it and reports every problem with its line."""
+    """A YAML task config; cleaning parses it and keeps every problem with its line.
 
-    def __init__(self, **kwargs):
-        kwargs.setdefault("widget", ConfigEditorWidget())
+    The field's error is one summary sentence; the problems themselves are listed by the
+    widget under the editor (``widget.issues``), each with its line, column and code.
+    """
+
+    def __init__(self, *, check_url=None, **kwargs):
+        kwargs.setdefault("widget", ConfigEditorWidget(check_url=check_url))
         kwargs.setdefault("strip", False)
         super().__init__(**kwargs)
 
@@ -62,12 +119,19 @@ class TaskConfigField(forms.CharField):
         try:
             parse_task_config(value)
         except TaskConfigError as error:
-            self.widget.error_lines = sorted({i.line for i in error.issues if i.line is not None})
-            raise forms.ValidationError(config_validation_messages(error), code="config") from None
+            self.widget.issues = error.issues
+            count = len(error.issues)
+            raise forms.ValidationError(
+                f"The config has {count} problem{'s' if count != 1 else ''}: "
+                "each is listed under the editor with its line.",
+                code="config",
+            ) from None
 
 
 class TaskAdminForm(forms.ModelForm):
-    config_yaml = TaskConfigField(label="Task config (YAML)")
+    config_yaml = TaskConfigField(
+        label="Task config (YAML)", check_url=reverse_lazy("admin:tasks_task_config_check")
+    )
 
     class Meta:
         model = Task

@@ -63,12 +63,11 @@ class Task(models.Model):
 
 
 # Parsed configs shared by every TaskConfigVersion object of the process. A request loads
-# fresh model instances, so a per-instance cache alone re-parsed the YAML (about 15 ms) on
-# every create, status and validate request. Each version's entry holds the text it was parsed
+# fresh model instances, so a per-instance cache alone would parse the YAML again on every
+# create, status and validate request. Each version's entry holds the text it was parsed
 # from and is used only for an equal text: a version edited in place (allowed while no data
-# refers to it) is parsed again. Comparing the texts is a copy's cost; hashing them
-# (SHA-256, as before) was 1% of the instructions of a submission cycle. ``TaskConfig`` is a
-# frozen dataclass, so sharing one object between requests and threads is safe.
+# refers to it) is parsed again. ``TaskConfig`` is a frozen dataclass, so sharing one object
+# between requests and threads is safe.
 PARSED_CACHE_SIZE = 256
 _parsed_cache: dict[int | None, tuple[str, TaskConfig]] = {}
 _parsed_cache_lock = threading.Lock()

@@ -145,9 +145,27 @@ def round_open(task: Task, *, description: str = "", close_previous: bool = True
     return Round.objects.create(task=locked, number=latest + 1, description=description)
 
 
+# Keys of a flat JSON context line that are not context fields (unless a field has the name).
+FLAT_RECORD_KEYS = ("tag", "metadata")
+
+
+def _is_nested_record(config, record: dict) -> bool:
+    """Tell the two forms of a JSON context line apart.
+
+    Nested: ``{"context": {<fields>}, "tag": ..., "metadata": ...}``. Flat: the fields as
+    keys, ``{"passage": "...", "tag": ...}``. A line is nested when it has a ``context`` key,
+    unless ``context`` is itself a context field that holds no object (a context value is
+    never an object, so ``{"context": "..."}`` is the flat form of a field named context).
+    """
+    if "context" not in record:
+        return False
+    names = {field.name for field in config.context}
+    return "context" not in names or isinstance(record["context"], dict)
+
+
 def _context_from_record(config, record: dict, fmt: str) -> tuple[dict, str, dict]:
+    names = {field.name for field in config.context}
     if fmt == "csv":
-        names = {field.name for field in config.context}
         data = {key: value for key, value in record.items() if key in names}
         extra = {key: value for key, value in record.items() if key not in names | {"tag"}}
         metadata = parse_json_cell(record.get("metadata", "")) if "metadata" in record else {}
@@ -158,8 +176,15 @@ def _context_from_record(config, record: dict, fmt: str) -> tuple[dict, str, dic
                 # Unknown columns are reported like unknown JSON keys.
                 data[key] = value
         return data, record.get("tag", "") or "", metadata
-    data = record.get("context")
-    return data, record.get("tag") or "", record.get("metadata") or {}
+    if _is_nested_record(config, record):
+        data = record.get("context")
+        return data, record.get("tag") or "", record.get("metadata") or {}
+    data = {
+        key: value for key, value in record.items() if key in names or key not in FLAT_RECORD_KEYS
+    }
+    tag = record.get("tag") if "tag" not in names else ""
+    metadata = record.get("metadata") if "metadata" not in names else {}
+    return data, tag or "", metadata or {}
 
 
 def contexts_import(
@@ -173,6 +198,8 @@ def contexts_import(
 ) -> int:
     """Import contexts from JSON Lines or CSV: all or nothing, every bad line reported.
 
+    A JSON line is flat (``{"passage": "...", "tag": "..."}``: the config's context fields as
+    keys) or nested (``{"context": {"passage": "..."}, "tag": "..."}``); a file may mix them.
     Rows are validated against the task's current config and written in batches inside one
     transaction; the first bad line stops the writing (not the checking), and the
     transaction is rolled back, so nothing of a bad file is kept.
@@ -237,20 +264,24 @@ def contexts_import(
 def _check_context_record(config, record: dict, fmt: str) -> list[tuple[str, str, str]]:
     """Return ``(code, message, path)`` for each problem of one context record."""
     problems: list[tuple[str, str, str]] = []
-    if fmt == "jsonl":
+    nested = fmt == "jsonl" and _is_nested_record(config, record)
+    names = {field.name for field in config.context}
+    if nested:
         unknown = set(record) - {"context", "tag", "metadata"}
         for key in sorted(unknown):
             problems.append(("upload.E010", f"unknown key {key!r}", key))
         if not isinstance(record.get("context"), dict):
             problems.append(("upload.E011", "'context' must be an object", "context"))
             return problems
-        if "tag" in record and not isinstance(record["tag"], str | type(None)):
+    if fmt == "jsonl":
+        if "tag" not in names and not isinstance(record.get("tag"), str | type(None)):
             problems.append(("upload.E012", "'tag' must be a string", "tag"))
-        if "metadata" in record and not isinstance(record["metadata"], dict | type(None)):
+        if "metadata" not in names and not isinstance(record.get("metadata"), dict | type(None)):
             problems.append(("upload.E013", "'metadata' must be an object", "metadata"))
     data, _, _ = _context_from_record(config, record, fmt)
+    prefix = "context." if nested else ""
     for issue in check_context(config, data):
-        problems.append((issue.code, issue.message, f"context.{issue.path}".rstrip(".")))
+        problems.append((issue.code, issue.message, f"{prefix}{issue.path}".rstrip(".")))
     return problems
 
 

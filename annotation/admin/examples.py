@@ -1,8 +1,11 @@
 """Admin for examples and the task builder's form preview.
 
-The preview (``admin:annotation_form_preview``, ``<task_id>/preview/``) renders the create
-and validate forms that a task's current config generates, for the task's owners. It lives
-here, not in ``tasks``, so that ``tasks`` never imports ``annotation``.
+The preview (``admin:tasks_task_form_preview``, ``/admin/tasks/task/<id>/preview/``) shows
+the create and validate forms that a task's current config generates, for the task's owners.
+The forms render in a frame (``.../preview/frame/``) with the site's own styles, which would
+break the admin's layout if loaded into its pages. The code lives here, registered on the
+task's admin through ``register_task_admin_page``, so that ``tasks`` never imports
+``annotation``; the preview's first address, under examples, redirects to it.
 """
 
 from __future__ import annotations
@@ -10,10 +13,11 @@ from __future__ import annotations
 import random
 
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404
+from django.http import Http404
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 
 from annotation.forms import (
     CreateForm,
@@ -25,10 +29,10 @@ from annotation.forms import (
     preview_context,
 )
 from annotation.models import Example
+from tasks.admin import TaskAdminPage, register_task_admin_page
 from tasks.config.types import FieldType, TaskConfig
 from tasks.models import Task
 from tasks.permissions import is_task_owner
-from tasks.selectors import with_owner_ids
 
 
 def preview_output(config: TaskConfig) -> dict:
@@ -141,23 +145,46 @@ class ExampleAdmin(admin.ModelAdmin):
         return bool(request.user.is_superuser)
 
     def get_urls(self):
-        preview = path(
+        # The preview's first address: it now lives under the task.
+        moved = path(
             "<int:task_id>/preview/",
-            self.admin_site.admin_view(self.form_preview_view),
+            self.admin_site.admin_view(self.form_preview_moved_view),
             name="annotation_form_preview",
         )
-        return [preview, *super().get_urls()]
+        return [moved, *super().get_urls()]
 
-    def form_preview_view(self, request, task_id: int):
-        task = get_object_or_404(Task.objects.select_related("current_config"), pk=task_id)
-        with_owner_ids(task)
-        if not is_task_owner(request.user, task):
-            raise PermissionDenied
-        if task.current_config_id is None:
-            raise PermissionDenied
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"Form preview: {task.name}",
-            **form_preview_context(task),
-        }
-        return TemplateResponse(request, "annotation/admin/form_preview.html", context)
+    def form_preview_moved_view(self, request, task_id: int):
+        return redirect(reverse("admin:tasks_task_form_preview", args=[task_id]), permanent=True)
+
+
+def form_preview_view(model_admin, request, task: Task):
+    """The admin page of the preview: the admin's chrome around the frame of the forms."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Form preview: {task.name}",
+        "task": task,
+        "opts": model_admin.model._meta,
+        "original": task,
+        "frame_url": reverse("admin:tasks_task_form_preview_frame", args=[task.pk]),
+    }
+    return TemplateResponse(request, "annotation/admin/form_preview.html", context)
+
+
+@xframe_options_sameorigin
+def form_preview_frame_view(model_admin, request, task: Task):
+    """The forms themselves, a page of their own with the site's styles (framed above)."""
+    if task.current_config_id is None:
+        raise Http404("the task has no config yet")
+    return TemplateResponse(
+        request, "annotation/admin/form_preview_frame.html", form_preview_context(task)
+    )
+
+
+register_task_admin_page(
+    TaskAdminPage(
+        route="preview/", name="form_preview", view=form_preview_view, label="Preview forms"
+    )
+)
+register_task_admin_page(
+    TaskAdminPage(route="preview/frame/", name="form_preview_frame", view=form_preview_frame_view)
+)

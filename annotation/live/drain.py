@@ -245,7 +245,7 @@ def parse_pending(items) -> list[tuple[int, int]]:
     return pending
 
 
-_JOB_RELATED = ("model", "model__task", "model__task__current_config", "config_version", "context")
+_JOB_RELATED = ("task", "model", "config_version", "context")
 
 
 def answer_batch(pending: list[tuple[int, int]]) -> dict[int, dict[str, Any]]:
@@ -255,10 +255,17 @@ def answer_batch(pending: list[tuple[int, int]]) -> dict[int, dict[str, Any]]:
     attempts: dict[int, list[int]] = {}
     for example_id, attempt in pending:
         attempts.setdefault(example_id, []).append(attempt)
-    examples = Example.objects.select_related(*_JOB_RELATED).in_bulk(list(attempts))
+    examples = {
+        example.pk: example
+        for example in Example.objects.select_related(*_JOB_RELATED)
+        .filter(pk__in=list(attempts))
+        .order_by()
+    }
     outcomes: dict[int, dict[str, Any]] = {}
     stored: dict[int, Example | None] = {}
-    by_model: dict[int, list[Example]] = {}
+    # One model call per model and config version (the outputs are checked against the
+    # version the examples were written under).
+    by_model: dict[tuple[int, int], list[Example]] = {}
     for example_id in attempts:
         example = examples.get(example_id)
         if example is None or example.status != ExampleStatus.AWAITING_MODEL:
@@ -269,7 +276,7 @@ def answer_batch(pending: list[tuple[int, int]]) -> dict[int, dict[str, Any]]:
             )
             outcomes[example_id] = {"ok": False, "code": "model.missing"}
         else:
-            by_model.setdefault(example.model_id, []).append(example)
+            by_model.setdefault((example.model_id, example.config_version_id), []).append(example)
     answered: list[answers.ModelAnswer] = []
     for group in by_model.values():
         for example, answer in _ask(group):
@@ -298,13 +305,15 @@ def answer_batch(pending: list[tuple[int, int]]) -> dict[int, dict[str, Any]]:
 
 
 def _ask(examples: list[Example]) -> list[tuple[Example, Any]]:
-    """Ask the examples' model (the same for all) in one call; pair each example with its
-    output or the error. A failed call is made again one example at a time, unless the
-    model failed as a whole (``MODEL_WIDE_ERRORS``), which fails them all at once."""
-    model = examples[0].model
+    """Ask the examples' model (the same for all, as their config version) in one call;
+    pair each example with its output or the error. A failed call is made again one example
+    at a time, unless the model failed as a whole (``MODEL_WIDE_ERRORS``), which fails them
+    all at once."""
+    first = examples[0]
+    model, config = first.model, first.config_version.parsed
     inputs = [
         answers.model_inputs(
-            example.config_version.parsed,
+            config,
             example.input,
             example.context.data if example.context_id else None,
             uid=f"example-{example.pk}",
@@ -312,7 +321,7 @@ def _ask(examples: list[Example]) -> list[tuple[Example, Any]]:
         for example in examples
     ]
     try:
-        result = predict_live(model, inputs)
+        result = predict_live(model, inputs, config=config, task_code=first.task.code)
     except ModelCallError as error:
         if len(examples) > 1 and not isinstance(error, MODEL_WIDE_ERRORS):
             # The batch may be what failed (too slow for the read timeout, a reply over the

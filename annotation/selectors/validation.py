@@ -8,12 +8,8 @@ import random
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 
 from annotation.actors import Actor
-from annotation.models import Example, ExampleStatus, Validation, ValidationState
+from annotation.models import VALIDATABLE_STATUSES, Example, Validation, ValidationState
 from tasks.models import Task
-
-# Examples ready for validation: a worker finished them (the model answered, or none was in
-# the loop). Awaiting or failed model calls are not shown to validators.
-VALIDATABLE_STATUSES = (ExampleStatus.MODEL_ANSWERED, ExampleStatus.NO_MODEL)
 
 # How many of the queue's least validated examples a validator is offered one of, at random
 # among those validated least: validators who open the page at the same moment then rarely
@@ -61,13 +57,21 @@ def next_to_validate_query(task: Task, actor: Actor, verdict: str) -> QuerySet[E
     )
     return (
         Example.objects.filter(pk__in=first)
-        .select_related("config_version", "context")
+        .select_related("context")
         .order_by("validation_count", "?")
     )
 
 
+def with_current_version(example: Example | None, task: Task) -> Example | None:
+    """``example`` with its config version set from ``task`` (read with its current one)
+    when that is the version it was written under: no read of the version's row."""
+    if example is not None and example.config_version_id == task.current_config_id:
+        example.config_version = task.current_config
+    return example
+
+
 def _next_of(task: Task, actor: Actor, verdict: str) -> Example | None:
-    return next_to_validate_query(task, actor, verdict).first()
+    return with_current_version(next_to_validate_query(task, actor, verdict).first(), task)
 
 
 def example_next_to_validate(task: Task, actor: Actor) -> Example | None:
@@ -98,7 +102,7 @@ def in_queue_query(actor: Actor, example_id: int) -> QuerySet[Example]:
         .annotate(
             in_queue=ExpressionWrapper(_in_queue_of(column, actor_id), output_field=BooleanField())
         )
-        .select_related("config_version", "context")
+        .select_related("context")
     )
 
 
@@ -114,6 +118,6 @@ def example_for_validation(task: Task, example_id: int | None, actor: Actor) -> 
         example = in_queue_query(actor, example_id).get()
     except Example.DoesNotExist:
         return None
-    if example is None or example.task_id != task.pk or not example.in_queue:
+    if example.task_id != task.pk or not example.in_queue:
         return None
-    return example
+    return with_current_version(example, task)

@@ -16,7 +16,13 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from annotation.actors import Actor
-from annotation.models import Example, Validation, ValidationLabel, ValidationState
+from annotation.models import (
+    VALIDATABLE_STATUSES,
+    Example,
+    Validation,
+    ValidationLabel,
+    ValidationState,
+)
 from annotation.services.guards import (
     example_locked,
     is_creator,
@@ -44,8 +50,9 @@ def _counters_of(label: str) -> tuple[str, ...]:
 
 
 def _check_validate_metadata(example: Example, label: str, metadata: Mapping) -> dict:
-    config = example.config_version.parsed
-    fields = config.validate_metadata_fields(label)
+    fields = example.config_version.parsed.validate_metadata_fields(label)
+    if not fields and not metadata:
+        return {}
     context = example.context.data if example.context_id else {}
     issues_or_raise(
         check_metadata(fields, metadata, context=context), "the answers do not fit the task"
@@ -53,20 +60,23 @@ def _check_validate_metadata(example: Example, label: str, metadata: Mapping) ->
     return dict(metadata)
 
 
-def _locked_for_validation(example_id: int, actor: Actor) -> Example:
-    """The example locked, with its context and ``validated_by_actor``: whether ``actor``
-    validated it already (true until the commit: every validation locks the example first)."""
+def _locked_for_validation(example_id: int, actor: Actor, task: Task | None) -> Example:
+    """The example locked, with ``validated_by_actor``: whether ``actor`` validated it
+    already (true until the commit: every validation locks the example first). Its config
+    version is ``task``'s current one when it was written under that (no read of it)."""
     column, actor_id = actor.id_column()
     validated = Validation.objects.filter(example_id=OuterRef("pk"), **{column: actor_id})
     try:
-        return (
-            Example.objects.select_for_update(of=("self",))
-            .select_related("config_version", "context")
+        example = (
+            Example.objects.select_for_update()
             .annotate(validated_by_actor=Exists(validated))
             .get(pk=example_id)
         )
     except Example.DoesNotExist:
         raise NotFound("no such example") from None
+    if task is not None and example.config_version_id == task.current_config_id:
+        example.config_version = task.current_config
+    return example
 
 
 def _settled_values(example: Example, state: str, *, by_owner: bool) -> dict[str, Any]:
@@ -102,7 +112,7 @@ def validation_submit(
     if actor is None or not actor.is_authenticated:
         raise PermissionDenied("sign in to validate examples")
     with transaction.atomic():
-        example = _locked_for_validation(example_id, actor)
+        example = _locked_for_validation(example_id, actor, task)
         if task is not None and example.task_id != task.pk:
             raise NotFound("no such example")
         if task is None:
@@ -113,6 +123,8 @@ def validation_submit(
             raise Conflict("the example was retracted", code="validation.retracted")
         if example.validation_state != ValidationState.PENDING:
             raise Conflict("the example is already settled", code="validation.settled")
+        if example.status not in VALIDATABLE_STATUSES:
+            raise Conflict("the example is not ready for validation", code="validation.not_ready")
         if example.validated_by_actor:
             raise Conflict("you already validated this example", code="validation.duplicate")
         metadata = _check_validate_metadata(example, label, metadata or {})

@@ -26,7 +26,6 @@ import logging
 import uuid
 from collections.abc import Mapping
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import F, Value
@@ -225,7 +224,3 @@ def counters_flush(connection=None) -> int:
 def counters_flush_job() -> dict[str, int]:
     """RQ job: ``counters_flush``."""
     return {"rows": counters_flush()}
-
-
-def flush_interval_seconds() -> int:
-    return max(1, int(getattr(settings, "ANNOTATION_COUNTER_FLUSH_SECONDS", 2)))

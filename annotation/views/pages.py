@@ -135,16 +135,15 @@ def create_page(
 
 
 # -- one example ----------
-EXAMPLE_URL_VIEWS = {
-    "page": "annotation:example",
-    "status": "annotation:example_status",
-    "retry": "annotation:example_retry",
-    "verdict": "annotation:example_verdict",
-    "metadata": "annotation:example_metadata",
-    "retract": "annotation:example_retract",
-    "flag": "annotation:example_flag",
-    "unflag": "annotation:example_unflag",
-}
+# The example's own actions, each at its page's URL plus the action's name (``urls.py``
+# builds their routes from this list): one ``reverse`` gives every link of the page.
+EXAMPLE_ACTIONS = ("status", "retry", "verdict", "metadata", "retract", "flag", "unflag")
+
+
+def example_urls(task, example) -> dict[str, str]:
+    """The example's page and action URLs, by the names the templates use."""
+    page = reverse("annotation:example", args=[task.code, example.pk])
+    return {"page": page, **{action: page + action for action in EXAMPLE_ACTIONS}}
 
 
 def example_context(task, example, *, metadata_form=None, quota_reached=False) -> dict:
@@ -179,10 +178,7 @@ def example_context(task, example, *, metadata_form=None, quota_reached=False) -
     return {
         "task": task,
         "example": example,
-        "example_urls": {
-            name: reverse(view, args=[task.code, example.pk])
-            for name, view in EXAMPLE_URL_VIEWS.items()
-        },
+        "example_urls": example_urls(task, example),
         "config": config,
         "outputs": output_items(config, example.model_output),
         "inputs": input_items(config, example.input),

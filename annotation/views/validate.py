@@ -21,18 +21,20 @@ from annotation.views.access import (
     require_campaign_kind,
 )
 from tasks.errors import NotFound, ServiceError
+from tasks.models import TaskConfigVersion
 
 
 @require_http_methods(["GET", "POST"])
 @annotation_view
 def validate(request, code: str):
     actor = request.actor
-    task = bundle_for_actor(code, actor).task
+    bundle = bundle_for_actor(code, actor)
+    task = bundle.task
     require_campaign_kind(actor, Campaign.Kind.VALIDATE)
     if actor.is_campaign and campaign_quota_reached(actor):
         return redirect(campaign_done_url(task))
     if request.method == "POST":
-        return _submit(request, task)
+        return _submit(request, bundle)
     example = example_next_to_validate(task, actor)
     form = None
     if example is not None:
@@ -42,19 +44,19 @@ def validate(request, code: str):
     return pages.validate_page(request, task, example, form)
 
 
-def _submit(request, task):
-    actor = request.actor
-    example = example_for_validation(task, int_or_none(request.POST.get("example_id")), actor)
-    if example is None:
-        messages.info(request, "That example was settled or is no longer available.")
-        return redirect("annotation:validate", task.code)
-    form = ValidateForm(request.POST, config=example.config_version.parsed)
-    if not form.is_valid():
-        return pages.validate_page(request, task, example, form, status=400)
+def _submit(request, bundle):
+    """Record the verdict without reading the example first: the form is checked against
+    the config version it names, the service checks the example under its lock."""
+    task, actor = bundle.task, request.actor
+    example_id = int_or_none(request.POST.get("example_id"))
+    config = _config_of(bundle, request.POST.get("config_version"))
+    form = ValidateForm(request.POST, config=config) if config is not None else None
+    if example_id is None or form is None or not form.is_valid():
+        return _refused(request, task, example_id)
     spent = time_spent_ms(form.cleaned_data.get("started_at"))
     try:
         validation_submit(
-            example_id=example.pk,
+            example_id=example_id,
             actor=actor,
             label=form.cleaned_data["label"],
             metadata=form.metadata_values(),
@@ -62,8 +64,7 @@ def _submit(request, task):
             task=task,
         )
     except InvalidInput as error:
-        form.add_issues(error.details.get("issues", []))
-        return pages.validate_page(request, task, example, form, status=400)
+        return _refused(request, task, example_id, issues=error.details.get("issues", []))
     except NotFound:
         raise
     except ServiceError as error:
@@ -75,3 +76,25 @@ def _submit(request, task):
             return redirect(campaign_done_url(task))
     messages.success(request, "Thank you, your verdict is recorded.")
     return redirect("annotation:validate", task.code)
+
+
+def _config_of(bundle, version_id):
+    """The config of version ``version_id`` of the bundle's task (None for none)."""
+    version_id = int_or_none(version_id)
+    if version_id is None or version_id == bundle.version.pk:
+        return bundle.config
+    version = TaskConfigVersion.objects.filter(task=bundle.task, pk=version_id).first()
+    return version.parsed if version is not None else None
+
+
+def _refused(request, task, example_id, issues=()):
+    """The page again, with the errors of a verdict that does not fit the example's config
+    (400); or back to the queue when the example is no longer in it."""
+    example = example_for_validation(task, example_id, request.actor)
+    if example is None:
+        messages.info(request, "That example was settled or is no longer available.")
+        return redirect("annotation:validate", task.code)
+    form = ValidateForm(request.POST, config=example.config_version.parsed)
+    form.is_valid()
+    form.add_issues(issues)
+    return pages.validate_page(request, task, example, form, status=400)

@@ -100,12 +100,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_boo
 ):
     # Parameters bound on the server: the text of a query is the same whatever its values,
     # so psycopg prepares the hot queries (after 5 runs on a connection) and PostgreSQL
-    # plans them once. Planning was most of the time of the primary-key lookups of the
-    # create and live-prediction paths (0.8 ms planning against 0.2 ms executing).
-    # Django turns psycopg's prepared statements off by default (for transaction-pooling
-    # poolers); with a pooler in that mode, set DB_SERVER_SIDE_BINDING=0.
+    # parses them once. Every run is still planned with its values (force_custom_plan): a
+    # generic plan cannot use a partial index whose condition names a value (the validation
+    # queue's), and scanned the whole table instead. Django turns psycopg's prepared
+    # statements off by default (for transaction-pooling poolers); with a pooler in that
+    # mode, set DB_SERVER_SIDE_BINDING=0.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"server_side_binding": True, "prepare_threshold": 5}
+        {
+            "server_side_binding": True,
+            "prepare_threshold": 5,
+            "options": "-c plan_cache_mode=force_custom_plan",
+        }
     )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process and the RQ workers read while one of them writes.
@@ -171,11 +176,12 @@ def redis_connection_options(url: str) -> dict:
     }
 
 
-# The RQ workers and the cron scheduler ride out a Redis restart: every command is tried
-# again with a growing pause, for about 20 s, before it fails.
+# The RQ workers and the cron scheduler ride out a Redis restart: every command, and every
+# attempt to connect (a refused connection is an OSError), is tried again with a growing
+# pause, for about 20 s, before it fails.
 WORKER_REDIS_CLIENT_KWARGS = {
     "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), 25),
-    "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+    "retry_on_error": [RedisConnectionError, RedisTimeoutError, OSError],
     "health_check_interval": 30,
 }
 # A web request gives up at once: the page says the queue is unreachable, nothing waits.
@@ -276,14 +282,13 @@ ANNOTATION_LIVE_BATCH_SIZE = int(os.environ.get("ANNOTATION_LIVE_BATCH_SIZE", "1
 ANNOTATION_LIVE_LINGER_SECONDS = float(os.environ.get("ANNOTATION_LIVE_LINGER_SECONDS", "1"))
 # Seconds between two flushes of the buffered stats counters (``annotation.stats.buffer``) and
 # between two checks of the live loop (``annotation.live.watchdog``).
-ANNOTATION_COUNTER_FLUSH_SECONDS = int(os.environ.get("ANNOTATION_COUNTER_FLUSH_SECONDS", "2"))
-ANNOTATION_LIVE_WATCHDOG_SECONDS = int(os.environ.get("ANNOTATION_LIVE_WATCHDOG_SECONDS", "5"))
-# Seconds RQ keeps a finished live job (its hash and result). A live job wakes its page through
-# a stream of its own and writes its outcome to the example, so only operators read it later;
-# at 100 submissions/s, 600 s would keep 60,000 job records in Redis. Not 0: RQ then deletes
-# the job, and its deletion asks Redis the job's status once per registry, which cost the
-# worker more than keeping the job (1.6 against 1.2 ms of CPU per job, measured side by side).
-# Jobs that raise are kept a day either way.
+ANNOTATION_COUNTER_FLUSH_SECONDS = int(os.environ.get("ANNOTATION_COUNTER_FLUSH_SECONDS", "5"))
+ANNOTATION_LIVE_WATCHDOG_SECONDS = int(os.environ.get("ANNOTATION_LIVE_WATCHDOG_SECONDS", "10"))
+# Seconds RQ keeps a finished live job (its hash and result). A drain wakes its pages through
+# streams of their own and writes its outcomes to the examples, so only operators read it
+# later; a long stay piles job records up in Redis under load. Not 0: RQ then deletes the job,
+# and its deletion asks Redis the job's status once per registry, which costs the worker more
+# than keeping the job a minute. Jobs that raise are kept a day either way.
 ANNOTATION_LIVE_RESULT_TTL = int(os.environ.get("ANNOTATION_LIVE_RESULT_TTL", "60"))
 
 # The periodic jobs that ``manage.py run_cron`` registers with RQ's cron scheduler:

@@ -636,3 +636,14 @@ def test_the_goal_text_escapes_the_label():
 
     text = goal_text(None, '<img src=x onerror="alert(1)">')
     assert "<img" not in text and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in text
+
+
+def test_the_example_links_are_the_routes_of_its_actions():
+    from types import SimpleNamespace
+
+    from annotation.views.pages import EXAMPLE_ACTIONS, example_urls
+
+    urls = example_urls(SimpleNamespace(code="sentiment"), SimpleNamespace(pk=42))
+    assert urls["page"] == reverse("annotation:example", args=["sentiment", 42])
+    for action in EXAMPLE_ACTIONS:
+        assert urls[action] == reverse(f"annotation:example_{action}", args=["sentiment", 42])

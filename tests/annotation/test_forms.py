@@ -101,7 +101,7 @@ def test_admin_preview_renders_every_config(client, sample):
         code=f"db-{name}", name=name, yaml_text=sample.text(), owners=[owner]
     )
     client.force_login(owner)
-    response = client.get(f"/admin/annotation/example/{task.pk}/preview/")
+    response = client.get(f"/admin/tasks/task/{task.pk}/preview/frame/")
     assert response.status_code == 200
     html = response.content.decode()
     assert 'id="preview-create"' in html and 'id="preview-validate"' in html
@@ -115,15 +115,18 @@ def test_admin_preview_renders_every_config(client, sample):
 def test_admin_preview_is_for_owners_only(client, task):
     other = UserFactory(username="other-staff", is_staff=True)
     client.force_login(other)
-    response = client.get(f"/admin/annotation/example/{task.pk}/preview/")
-    assert response.status_code == 403
+    for url in (
+        f"/admin/tasks/task/{task.pk}/preview/",
+        f"/admin/tasks/task/{task.pk}/preview/frame/",
+    ):
+        assert client.get(url).status_code == 403
 
 
 @pytest.mark.django_db
 def test_task_change_form_links_the_preview(client, task, owner):
     client.force_login(owner)
     response = client.get(f"/admin/tasks/task/{task.pk}/change/")
-    assert f"/admin/annotation/example/{task.pk}/preview/" in response.content.decode()
+    assert f"/admin/tasks/task/{task.pk}/preview/" in response.content.decode()
 
 
 @pytest.mark.parametrize("sample", supported_params())
@@ -179,7 +182,9 @@ def test_the_cached_blank_validate_form_is_the_form_crispy_renders(sample):
     config = sample.parse()
     key = (1, name)
     cached = [blank_validate_html(key, config, example_id=example_id) for example_id in (7, 8)]
-    direct = render_crispy_form(ValidateForm(config=config, initial={"example_id": 8}))
+    direct = render_crispy_form(
+        ValidateForm(config=config, initial={"example_id": 8, "config_version": 1})
+    )
     signed = re.compile(r'name="started_at" value="([^"]+)"')
     assert all(time_spent_ms(signed.search(html).group(1)) is not None for html in cached)
     assert signed.sub("", cached[1]) == signed.sub("", direct)

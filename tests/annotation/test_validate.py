@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 from django.db import connection
@@ -444,15 +445,15 @@ def test_validate_query_counts_are_fixed(client, setup, people, django_assert_ma
 def test_validate_post_takes_a_fixed_number_of_queries(
     client, setup, people, django_assert_max_num_queries
 ):
-    """The steady-state POST: the user, the example still in the queue (the form needs its
-    config), then the transaction: the example locked with whether this validator saw it
-    already, the validation, the example's counters and state, and the transaction's two
-    ends. The stats' counters go to Redis."""
+    """The steady-state POST: the user, then the transaction: the example locked with whether
+    this validator saw it already, the validation, the example's counters and state, and the
+    transaction's two ends. The form is checked against the config version it names (the
+    cached current one); the stats' counters go to Redis."""
     task, context = setup
     first, second = (make_example(task, context, people["writer"], model_wrong=True) for _ in "12")
     client.force_login(people["a"])
     client.post("/tasks/sentiment/validate", {"example_id": first.pk, "label": "correct"})
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(6):
         response = client.post(
             "/tasks/sentiment/validate", {"example_id": second.pk, "label": "correct"}
         )
@@ -510,3 +511,42 @@ def test_review_page_is_for_owners_and_their_verdict_is_final(client, setup, peo
     assert response.status_code == 302
     example.refresh_from_db()
     assert example.validation_state == ValidationState.CORRECT and example.settled_by_owner
+
+
+def _sql_literal(value) -> str:
+    """A parameter of the queue's query as SQL text (ids, flags, states)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="checks PostgreSQL's plans")
+def test_a_prepared_queue_query_is_planned_with_its_values_and_walks_the_partial_index(
+    setup, people
+):
+    """psycopg prepares a query after a few runs, and PostgreSQL may then keep a generic
+    plan, made without the values: it cannot use the partial queue index (its condition
+    names values) and takes the task's whole keyset instead. The connections plan every run
+    with its values (``plan_cache_mode``), so a prepared run walks the partial index."""
+    task, context = setup
+    for _ in range(3):
+        make_example(task, context, people["writer"], model_wrong=True)
+    query = selectors.next_to_validate_query(task, Actor(user=people["a"]), "fooled")[:1]
+    sql, params = query.query.sql_with_params()
+    numbered = iter(range(1, len(params) + 1))
+    prepared = re.sub(r"%s", lambda _: f"${next(numbered)}", sql)
+    values = ", ".join(_sql_literal(value) for value in params)
+    with no_seqscan(), connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "force_custom_plan"
+        cursor.execute(f"PREPARE next_to_validate AS {prepared}")
+        try:
+            for _ in range(7):  # past the runs after which a generic plan may be kept
+                cursor.execute(f"EXECUTE next_to_validate({values})")
+            cursor.execute(f"EXPLAIN EXECUTE next_to_validate({values})")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE next_to_validate")
+    assert "example_validation_queue" in plan, plan

@@ -67,6 +67,7 @@ MATRIX: dict[str, Check] = {
     "tasks:profile": row(L, L, 200, 200, 200, 200, 200),
     # Sign-up: visitors get the form (open by default); a signed-in user goes home.
     "tasks:signup": row(200, 200, R, R, R, R, R),
+    "tasks:documentation": everyone(200, kwargs=lambda w: {"slug": "task-config"}),
     # models hub
     "models_hub:detail": everyone(200),
     "models_hub:edit": row(L, L, 403, 403, 403, 200, 200),
@@ -221,7 +222,14 @@ MATRIX: dict[str, Check] = {
     "admin:tasks_task_open_round": row(L, L, L, 403, 403, 200, 200),
     "admin:tasks_task_upload_contexts": row(L, L, L, 403, 403, 200, 200),
     "admin:tasks_taskproposal_decide": row(L, L, L, 403, 403, 403, 200),
-    "admin:annotation_form_preview": row(L, L, L, 403, 403, 200, 200),
+    # The preview's first address redirects to its place under the task.
+    "admin:annotation_form_preview": row(L, L, L, R, R, R, R),
+    "admin:tasks_task_form_preview": row(L, L, L, 403, 403, 200, 200),
+    "admin:tasks_task_form_preview_frame": row(L, L, L, 403, 403, 200, 200),
+    # The config editor's live check: whoever may open an editor (owners of any task).
+    "admin:tasks_task_config_check": row(
+        L, L, L, 200, 403, 200, 200, method=P, data=lambda w: {"config_yaml": "input: 1"}
+    ),
     "admin:leaderboards_dataset_upload": row(L, L, L, 403, 403, 200, 200),
 }
 

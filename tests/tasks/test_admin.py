@@ -61,8 +61,8 @@ def test_invalid_yaml_shows_every_error_with_its_line_and_saves_nothing(client, 
     assert response.status_code == 200
     page = response.content.decode()
     assert "Line 3" in page and "Line 9" in page
-    assert page.count("[config.E") >= 3
-    assert 'data-error-lines="' in page
+    assert page.count('data-code="config.E') >= 3
+    assert 'data-error-lines="3,5,8,9"' in page
     assert not Task.objects.filter(code="built").exists()
 
 
@@ -132,7 +132,7 @@ def test_upload_contexts_in_admin_success_and_line_errors(client, owner):
     response = client.post(url, {"file": bad})
     page = response.content.decode()
     assert response.status_code == 200
-    assert "upload-errors" in page and "<td>2</td>" in page
+    assert "upload-errors" in page and '<td class="upload-error-line">2</td>' in page
     assert task.contexts.count() == 1
 
 
@@ -191,3 +191,57 @@ def test_config_from_a_browser_textarea_is_stored_with_plain_newlines(client, ad
     response = client.post(reverse("admin:tasks_task_add"), task_form_data(config_yaml=crlf))
     assert response.status_code == 302
     assert "\r" not in Task.objects.get(code="built").current_config.yaml_text
+
+
+def test_the_proposal_admin_shows_the_yaml_with_line_numbers_and_indentation(
+    client, admin_user_obj
+):
+    yaml_text = demo_config("nli") + "# <script>alert('x')</script>\n"
+    proposal = services.proposal_submit(
+        proposer=UserFactory(), code="pd", name="D", description="d", config_yaml=yaml_text
+    )
+    client.force_login(admin_user_obj)
+    for url in (
+        reverse("admin:tasks_taskproposal_change", args=[proposal.pk]),
+        reverse("admin:tasks_taskproposal_decide", args=[proposal.pk, "accept"]),
+    ):
+        page = client.get(url).content.decode()
+        lines = yaml_text.rstrip("\n").split("\n")
+        assert page.count('class="config-listing-number"') == len(lines)
+        assert f'id="config-line-{len(lines)}">{len(lines)}</span>' in page
+        assert "  - name: hypothesis\n    type: string\n" in page  # indentation kept
+        assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+        assert "<script>alert(" not in page
+        assert "The config parses without problems." in page
+
+
+def test_the_proposal_admin_marks_the_lines_of_a_config_that_no_longer_parses(
+    client, admin_user_obj
+):
+    proposal = TaskProposal.objects.create(
+        proposer=UserFactory(), code="pe", name="E", description="d", config_yaml="input: 1\n"
+    )
+    client.force_login(admin_user_obj)
+    page = client.get(reverse("admin:tasks_taskproposal_change", args=[proposal.pk])).content
+    page = page.decode()
+    assert '<span class="config-listing-number has-problem" id="config-line-1">1</span>' in page
+    assert 'data-code="config.E010" data-line="1"' in page
+    assert '<a class="config-check-line" href="#config-line-1">' in page
+
+
+def test_the_upload_page_shows_both_json_forms_and_aligned_error_rows(client, owner):
+    task = TaskFactory(code="forms", owners=[owner])
+    client.force_login(owner)
+    url = reverse("admin:tasks_task_upload_contexts", args=[task.pk])
+    page = client.get(url).content.decode()
+    assert "{&quot;context&quot;: &quot;…&quot;, &quot;tag&quot;: &quot;news&quot;}" in page
+    assert "{&quot;context&quot;: {&quot;context&quot;: &quot;…&quot;}" in page
+    bad = SimpleUploadedFile("c.jsonl", b'{"context": "flat and fine"}\n{"context": 1}\n')
+    page = client.post(url, {"file": bad}).content.decode()
+    start = page.index('<table id="upload-errors">')
+    table = page[start : page.index("</table>", start)]
+    header_cells = table.count("<th ")
+    rows = table.split("<tbody>")[1].split("</tr>")[:-1]
+    assert rows and all(row.count("<td") == header_cells for row in rows)
+    assert "errornote" not in table  # a block-level class on rows breaks the columns
+    assert task.contexts.count() == 0

@@ -110,7 +110,7 @@ def test_contexts_import_is_all_or_nothing_and_names_every_bad_line(task):
     stream = jsonl(
         {"context": {"context": "fine"}},
         {"context": {"wrong_field": "x"}},
-        {"context": "not an object"},
+        {"context": 5},
         {"context": {"context": "fine again"}},
     )
     stream = io.BytesIO(stream.getvalue() + b"{not json\n")
@@ -119,6 +119,85 @@ def test_contexts_import_is_all_or_nothing_and_names_every_bad_line(task):
     lines = sorted({error["line"] for error in caught.value.details["errors"]})
     assert lines == [2, 3, 5]
     assert Context.objects.count() == 0
+
+
+PASSAGE_CONFIG = (
+    demo_config("nli")
+    .replace("  - name: context\n", "  - name: passage\n")
+    .replace("reference_name: context", "reference_name: passage")
+)
+
+
+def errors_of(caught) -> list[tuple[int, str, str]]:
+    return [(e["line"], e["code"], e["path"]) for e in caught.value.details["errors"]]
+
+
+def test_contexts_import_takes_flat_lines_keyed_by_the_field_names(owner):
+    task = TaskFactory(code="flat", yaml_text=PASSAGE_CONFIG, owners=[owner])
+    count = services.contexts_import(
+        task,
+        jsonl(
+            {"passage": "A flat line.", "tag": "news", "metadata": {"source": "wire"}},
+            {"context": {"passage": "A nested line."}, "tag": "daily"},
+            {"passage": "Flat, untagged."},
+        ),
+        filename="c.jsonl",
+    )
+    assert count == 3
+    rows = list(Context.objects.filter(task=task).order_by("id").values("data", "tag", "metadata"))
+    assert rows == [
+        {"data": {"passage": "A flat line."}, "tag": "news", "metadata": {"source": "wire"}},
+        {"data": {"passage": "A nested line."}, "tag": "daily", "metadata": {}},
+        {"data": {"passage": "Flat, untagged."}, "tag": "", "metadata": {}},
+    ]
+
+
+def test_a_field_named_context_takes_the_flat_form_too(task):
+    # The demo sentiment config's context field is called "context".
+    count = services.contexts_import(
+        task,
+        jsonl({"context": "Flat: the field itself."}, {"context": {"context": "Nested."}}),
+        filename="c.jsonl",
+    )
+    assert count == 2
+    assert [c.data for c in Context.objects.order_by("id")] == [
+        {"context": "Flat: the field itself."},
+        {"context": "Nested."},
+    ]
+
+
+def test_flat_lines_with_mistakes_name_their_line_and_field(owner):
+    task = TaskFactory(code="flat-bad", yaml_text=PASSAGE_CONFIG, owners=[owner])
+    stream = jsonl(
+        {"passage": "fine"},
+        {"passage": 12},
+        {"pasage": "typo"},
+        {"passage": "x", "tag": 3, "metadata": "no"},
+        {"context": "not an object, and no field is called context"},
+    )
+    with pytest.raises(InvalidUpload) as caught:
+        services.contexts_import(task, stream, filename="c.jsonl")
+    assert errors_of(caught) == [
+        (2, "value.E103", "passage"),
+        (3, "value.E102", "pasage"),
+        (3, "value.E101", "passage"),
+        (4, "upload.E012", "tag"),
+        (4, "upload.E013", "metadata"),
+        (5, "upload.E011", "context"),
+    ]
+    assert not Context.objects.filter(task=task).exists()
+
+
+def test_nested_lines_keep_their_paths_under_context(owner):
+    task = TaskFactory(code="nested-bad", yaml_text=PASSAGE_CONFIG, owners=[owner])
+    with pytest.raises(InvalidUpload) as caught:
+        services.contexts_import(
+            task, jsonl({"context": {"passage": 1}, "extra": 1}), filename="c.jsonl"
+        )
+    assert errors_of(caught) == [
+        (1, "upload.E010", "extra"),
+        (1, "value.E103", "context.passage"),
+    ]
 
 
 def test_contexts_import_large_batches(task):

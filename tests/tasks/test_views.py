@@ -1,5 +1,7 @@
 """Public pages of the tasks app."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -40,7 +42,8 @@ def test_base_template_navigation(client):
         assert label in page
     assert "/static/vendor/bootstrap/bootstrap.min.css" in page
     assert "/static/vendor/htmx/htmx.min.js" in page
-    assert "cdn" not in page.lower()
+    # Every script and stylesheet is served by the site (a random CSRF token may spell "cdn").
+    assert not re.search(r'<(script|link)[^>]+(src|href)="(https?:)?//', page)
 
 
 def test_proposal_form(client):
@@ -73,3 +76,35 @@ def test_task_page_links_every_capability_and_owner_tools_only_for_owners(client
     page = client.get(reverse("tasks:detail", args=["linked"])).content.decode()
     for url in ("/tasks/linked/review", "/tasks/linked/campaigns/", "/tasks/linked/datasets/"):
         assert url in page
+
+
+def test_the_proposal_page_shows_each_config_problem_with_its_line(client):
+    client.force_login(UserFactory())
+    broken = "input:\n  - name: text\n    type: strng\noutput:\n  - name: text\nbogus: 1\n"
+    response = client.post(
+        reverse("tasks:propose"),
+        {"code": "bad", "name": "B", "description": "d", "config_yaml": broken},
+    )
+    assert response.status_code == 200
+    page = response.content.decode()
+    # Visible, not in a hidden "invalid-feedback" div: a summary above the editor, and
+    # each problem under it with its line, column, path and code.
+    assert "invalid-feedback" not in page
+    assert 'config-errors" role="alert" id="id_config_yaml_error">' in page
+    assert 'aria-describedby="id_config_yaml_error"' in page
+    assert 'data-code="config.E025" data-line="3"' in page
+    assert "Line 3, column 11" in page and '<code class="config-check-path">input[0].type' in page
+    assert 'data-code="config.E011" data-line="6"' in page
+    assert 'data-error-lines="1,3,6"' in page
+    # The editor keeps the text, escaped.
+    assert "    type: strng\noutput:" in page
+    assert not TaskProposal.objects.filter(code="bad").exists()
+
+
+def test_the_proposal_page_links_the_reference_and_offers_the_starters(client):
+    client.force_login(UserFactory())
+    page = client.get(reverse("tasks:propose")).content.decode()
+    assert 'href="/docs/task-config/"' in page
+    assert 'data-starter="nli"' in page
+    # No live check for proposers: that endpoint is for those who may open the admin editor.
+    assert "hx-post" not in page
