@@ -65,6 +65,8 @@ MATRIX: dict[str, Check] = {
     "tasks:detail": everyone(200),
     "tasks:propose": row(L, L, 200, 200, 200, 200, 200),
     "tasks:profile": row(L, L, 200, 200, 200, 200, 200),
+    # Sign-up: visitors get the form (open by default); a signed-in user goes home.
+    "tasks:signup": row(200, 200, R, R, R, R, R),
     "tasks:documentation": everyone(200, kwargs=lambda w: {"slug": "task-config"}),
     # models hub
     "models_hub:detail": everyone(200),
@@ -79,6 +81,7 @@ MATRIX: dict[str, Check] = {
     "annotation:example_status": row(L, 404, 200, 404, 404, 200, 200),
     # Only the writer acts on an example; owners see it but cannot act for the writer.
     "annotation:example_flag": row(L, 404, R, 404, 404, R, R, method=P),
+    "annotation:example_unflag": row(L, 404, R, 404, 404, R, R, method=P),
     "annotation:example_metadata": row(L, 404, R, 404, 404, R, R, method=P),
     "annotation:example_retract": row(L, 404, R, 404, 404, R, R, method=P),
     "annotation:example_retry": row(L, 404, R, 404, 404, R, R, method=P),
@@ -283,6 +286,14 @@ ADMIN_FAMILIES: dict[str, dict[str, tuple]] = {
         "history": (L, L, L, 403, 403, 403, 200),
         "delete": (L, L, L, 403, 403, 403, 200),
     },
+    # The site settings: one row that superusers change (the list opens it); no add, no delete.
+    "superuser_singleton": {
+        "changelist": (L, L, L, 403, 403, 403, R),
+        "add": (L, L, L, 403, 403, 403, 403),
+        "change": (L, L, L, 403, 403, 403, 200),
+        "history": (L, L, L, 403, 403, 403, 200),
+        "delete": (L, L, L, 403, 403, 403, 403),
+    },
     # Logs (axes) and the RQ dashboard: superusers read, nobody adds.
     "superuser_readonly": {
         "changelist": (L, L, L, 403, 403, 403, 200),
@@ -340,6 +351,10 @@ ADMIN_MODELS: dict[str, tuple[str, object]] = {
     "tasks.round": ("owned_superuser_adds", lambda w: w.round),
     "tasks.context": ("owned_no_add", lambda w: w.context),
     "tasks.taskproposal": ("superuser_no_add", lambda w: w.proposal),
+    "tasks.sitesettings": (
+        "superuser_singleton",
+        lambda w: __import__("tasks.accounts", fromlist=["x"]).site_settings_get(),
+    ),
     "models_hub.model": ("owned_owner_adds", lambda w: w.model),
     "annotation.example": ("owned_no_add", lambda w: w.example),
     "annotation.campaign": ("owned_owner_adds", lambda w: w.campaign),
