@@ -18,8 +18,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "dynatask_site.api.DynataskAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # JSON by default; upload endpoints opt into multipart themselves.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON by default, nested at most MAX_JSON_DEPTH (64) levels (deeper: 400 json_too_deep);
+    # upload endpoints opt into multipart themselves.
+    "DEFAULT_PARSER_CLASSES": ["dynatask_site.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "dynatask_site.api.exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         # Example creation calls a live model: keep scripts from flooding it.
