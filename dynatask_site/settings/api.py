@@ -8,7 +8,7 @@ The stored token is a hash (``dynatask_site.api_auth.HashedTokenAuthentication``
 
 import os
 
-from dynatask_site.settings.base import REST_FRAMEWORK, SPECTACULAR_SETTINGS
+from dynatask_site.settings.base import REST_FRAMEWORK, SPECTACULAR_SETTINGS, TRUSTED_PROXY_COUNT
 
 REST_FRAMEWORK = {
     **REST_FRAMEWORK,
@@ -27,6 +27,9 @@ REST_FRAMEWORK = {
         "examples": os.environ.get("API_THROTTLE_EXAMPLES", "60/min"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # Throttles key anonymous calls by the address the trusted proxies saw, as sign-ins do
+    # (dynatask_site.signin): never by an X-Forwarded-For a client wrote itself.
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
 }
 
 SPECTACULAR_SETTINGS = {
