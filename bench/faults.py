@@ -11,10 +11,11 @@ The scenarios live in ``tests/faults/`` (they also run in the default test comma
 - the model server killed (-9) during live collection: the worker sees the failure, no example
   is lost, and a retry works once the server is back on its port;
 - a private Redis killed (-9) and restarted during collection: no example is lost and the
-  site and the workers recover;
-- a long-running live worker (``manage.py rqworker live``) killed (-9) while its drain holds
-  the drain flag and waits for examples: the next example is not lost, and once the hold
-  lapses the waiting page's status poll queues a drain that answers it;
+  site recovers; a long-running live worker and the cron process ride out the restart (they
+  never quit) and answer what comes after;
+- a long-running live worker (``manage.py rqworker live``) killed (-9) while its drain waits
+  for the model: with no page polling, the periodic check (``run_cron``) gives the dead
+  drain's claim back once its lease lapses, and the next worker answers it within 30 s;
 - an eval worker (``manage.py rqworker eval`` and its job horse) killed (-9) in the middle of
   a run, then a new worker started: the run completes with one prediction per example and
   its Score equals that of an uninterrupted run of the same outputs

@@ -146,7 +146,7 @@ class DatasetDetailView(APIView):
 class DatasetExamplesView(APIView):
     @extend_schema(
         tags=["datasets"],
-        summary="Page through a dataset's examples (gold answers: owners only)",
+        summary="Page through a dataset's examples (gold: public datasets, or the task's owners)",
         parameters=[OpenApiParameter("page", int, description="Page number (from 1).")],
         responses=DatasetExamplePageSerializer,
     )

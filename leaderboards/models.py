@@ -11,6 +11,7 @@ from django.db.models.functions import Cast
 class AccessType(models.TextChoices):
     SCORING = "scoring", "Scoring (enters the Dynascore)"
     STANDARD = "standard", "Standard (shown on model pages)"
+    PUBLIC = "public", "Public (standard, with its gold answers published)"
     HIDDEN = "hidden", "Hidden (scores and gold visible to owners only)"
 
 

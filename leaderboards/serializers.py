@@ -63,7 +63,11 @@ class DatasetExampleSerializer(serializers.Serializer):
     uid = serializers.CharField()
     inputs = serializers.JSONField()
     tags = serializers.JSONField()
-    gold = serializers.JSONField(allow_null=True, help_text="The task's owners only (else null).")
+    gold = serializers.JSONField(
+        allow_null=True,
+        help_text="A public dataset's gold for everyone, every dataset's for the task's "
+        "owners; else null.",
+    )
     input_id = serializers.CharField()
 
 

@@ -142,11 +142,11 @@ class RoundLoopView(APIView):
 
     @staticmethod
     def _body(round_, models) -> dict:
-        return {
-            "round": round_.number,
-            "is_open": round_.is_open,
-            "models": [{"id": m.pk, "name": m.name, "status": m.status} for m in models],
-        }
+        # The models' health comes along: the loop's owners watch it here (write-only token
+        # and endpoint settings stay out).
+        return RoundLoopSerializer(
+            {"round": round_.number, "is_open": round_.is_open, "models": models}
+        ).data
 
     @extend_schema(
         tags=["models"],

@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class ModelsHubConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "models_hub"
+
+    def ready(self) -> None:
+        from models_hub import receivers, selectors
+        from tasks.selectors import register_round_check
+        from tasks.signals import round_opened
+
+        round_opened.connect(receivers.on_round_opened, dispatch_uid="models_hub.round_opened")
+        register_round_check(selectors.loop_warnings)

@@ -6,7 +6,7 @@ from django import forms
 from django.db import models
 
 from models_hub import services
-from models_hub.models import Model
+from models_hub.models import Model, Protocol
 from tasks.errors import ServiceError
 from tasks.forms import BoundedJSONField
 from tasks.models import Round
@@ -60,9 +60,12 @@ class EndpointCheckMixin:
 
 
 class ModelRegisterForm(EndpointCheckMixin, forms.ModelForm):
-    """Registration on the site; the view passes ``instance=Model(task=..., owner=...)``."""
+    """Registration on the site; the view passes ``instance=Model(task=..., owner=...)``
+    and ``loop_round``: the round whose loop a task owner's model joins (None for others,
+    who get no such field)."""
 
     auth_token = token_field()
+    in_loop = forms.BooleanField(initial=True, required=False)
 
     class Meta:
         model = Model
@@ -70,9 +73,25 @@ class ModelRegisterForm(EndpointCheckMixin, forms.ModelForm):
         fields = [*CARD_AND_ENDPOINT_FIELDS, "is_published"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
+    def __init__(self, *args, loop_round: Round | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if loop_round is None:
+            del self.fields["in_loop"]
+        else:
+            self.fields["in_loop"].label = f"Put it in the loop of round {loop_round.number}"
+            self.fields[
+                "in_loop"
+            ].help_text = (
+                "Workers' examples are then sent to it (models without an endpoint never are)."
+            )
+
     def service_fields(self) -> dict:
         """Return the cleaned values ``services.model_register`` takes."""
-        return {name: self.cleaned_data[name] for name in [*self.Meta.fields, "auth_token"]}
+        fields = {name: self.cleaned_data[name] for name in [*self.Meta.fields, "auth_token"]}
+        if "in_loop" in self.fields:
+            protocol_none = self.cleaned_data.get("protocol") == Protocol.NONE
+            fields["in_loop"] = self.cleaned_data["in_loop"] and not protocol_none
+        return fields
 
 
 class ModelEditForm(EndpointCheckMixin, forms.ModelForm):

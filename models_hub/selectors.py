@@ -13,6 +13,7 @@ from models_hub.models import Model, ModelStatus, RoundModel
 from tasks.errors import NotFound
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_view_task
+from tasks.selectors import RoundWarning
 
 ANONYMOUS_OWNER = "anonymous"
 # A model whose health was never checked may still be picked: the seeder and registration
@@ -59,13 +60,20 @@ def _pickable(round_ids):
     )
 
 
-def pickable_models(round_ids) -> list[tuple[Model, int]]:
-    """The models that may answer in the loops of rounds ``round_ids`` (healthy or not yet
-    checked, with an endpoint), each with its round's id; one query."""
+def is_pickable(model: Model) -> bool:
+    """Return True when ``model`` may answer in a loop now (``_pickable``'s rule, in Python)."""
+    return model.status in PICKABLE_STATUSES and model.has_endpoint
+
+
+def loop_members(round_ids) -> list[tuple[Model, int]]:
+    """Every model in the loops of rounds ``round_ids``, whatever its health, each with its
+    round's id; one query. ``is_pickable`` tells which may answer."""
     if not round_ids:
         return []
-    rows = _pickable(round_ids).annotate(loop_round_id=F("round_models__round_id")).order_by("pk")
-    return [(model, model.loop_round_id) for model in rows]
+    rows = Model.objects.filter(round_models__round_id__in=round_ids).annotate(
+        loop_round_id=F("round_models__round_id")
+    )
+    return [(model, model.loop_round_id) for model in rows.order_by("pk")]
 
 
 def model_pick_for_round(round: Round, rng: random.Random | None = None) -> Model | None:
@@ -135,6 +143,19 @@ def model_ids_to_check() -> list[int]:
     )
 
 
+def loop_health(task: Task) -> list[tuple[Round, list[Model]]]:
+    """Return each open round of ``task`` (newest first) with the models in its loop, by
+    name, whatever their health (two queries): what the owners watch."""
+    rounds = list(task.rounds.filter(is_open=True).order_by("-number"))
+    members: dict[int, list[Model]] = {round_.pk: [] for round_ in rounds}
+    for model, round_id in loop_members(list(members)):
+        members[round_id].append(model)
+    return [
+        (round_, sorted(members[round_.pk], key=lambda model: (model.name, model.pk)))
+        for round_ in rounds
+    ]
+
+
 def rounds_with_models(task: Task) -> list[tuple[Round, list[Model]]]:
     """Return each round of ``task`` with its in-loop models (two queries)."""
     rounds = list(task.rounds.order_by("number"))
@@ -142,3 +163,37 @@ def rounds_with_models(task: Task) -> list[tuple[Round, list[Model]]]:
     for link in RoundModel.objects.filter(round__task=task).select_related("model"):
         links[link.round_id].append(link.model)
     return [(round, links[round.pk]) for round in rounds]
+
+
+def loop_warnings(task: Task, rounds) -> list[RoundWarning]:
+    """Return ``loop.empty`` for each of ``rounds`` with no model in its loop and
+    ``loop.silent`` for each whose loop models may none answer now; one query.
+
+    Registered with ``tasks.selectors.register_round_check`` (see ``apps.py``).
+    """
+    members: dict[int, list[Model]] = {round_.pk: [] for round_ in rounds}
+    for model, round_id in loop_members(list(members)):
+        members[round_id].append(model)
+    warnings = []
+    for round_ in rounds:
+        models = members[round_.pk]
+        if not models:
+            warnings.append(
+                RoundWarning(
+                    "loop.empty",
+                    round_.number,
+                    f"Round {round_.number} has no model in the loop: examples are saved "
+                    "without a model's answer.",
+                )
+            )
+        elif not any(is_pickable(model) for model in models):
+            warnings.append(
+                RoundWarning(
+                    "loop.silent",
+                    round_.number,
+                    f"No model in the loop of round {round_.number} is answering (their last "
+                    "health checks failed, or they are disabled): examples are saved without "
+                    "a model's answer.",
+                )
+            )
+    return warnings

@@ -100,9 +100,18 @@ class _ModelWriteSerializer(serializers.ModelSerializer):
 
 
 class ModelRegisterSerializer(_ModelWriteSerializer):
+    in_loop = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Put the model in the loop of the task's current round. Left out: on for the "
+        "task's owners registering a model with an endpoint, off otherwise; only the task's "
+        "owners may ask for it.",
+    )
+
     class Meta:
         model = Model
-        fields = list(services.REGISTER_FIELDS)
+        fields = [*services.REGISTER_FIELDS, "in_loop"]
         extra_kwargs = {"name": {"required": True}}
 
 
@@ -147,6 +156,9 @@ class LoopModelSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
     status = serializers.CharField()
+    last_health_at = serializers.DateTimeField(allow_null=True)
+    last_health_latency_ms = serializers.FloatField(allow_null=True)
+    last_health_error = serializers.CharField(allow_blank=True)
 
 
 class RoundLoopSerializer(serializers.Serializer):

@@ -33,6 +33,7 @@ from tasks.config import TaskConfig
 from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
+from tasks.selectors import round_current
 
 logger = logging.getLogger(__name__)
 
@@ -104,20 +105,35 @@ def _full_clean(model: Model) -> None:
         )
 
 
-def model_register(*, task: Task, owner, **fields: Any) -> Model:
-    """Register a model for ``task`` owned by ``owner`` and queue a first health check."""
+def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: Any) -> Model:
+    """Register a model for ``task`` owned by ``owner`` and queue a first health check.
+
+    ``in_loop`` puts the model in the loop of the task's current round (its latest open one).
+    Left out (None), it is on when ``owner`` owns the task and the model has an endpoint, and
+    off otherwise; asking for it is refused for someone who does not own the task
+    (``PermissionDenied``) or for a model without an endpoint (``model.no_endpoint``).
+    """
     _reject_unknown(fields, REGISTER_FIELDS)
     if not can_register_model(owner, task):
         raise PermissionDenied("you cannot register models for this task")
+    manages = can_manage_task(owner, task)
+    if in_loop and not manages:
+        raise PermissionDenied("only the task's owners choose the models in the loop")
     protocol = fields.get("protocol", Protocol.DYNATASK)
     fields["endpoint_url"] = model_check_endpoint(protocol, fields.get("endpoint_url", ""))
     fields["auth_token"] = (fields.get("auth_token") or "").strip()
     fields.setdefault("options", {})
     model = Model(task=task, owner=owner, **fields)
     _full_clean(model)
+    if in_loop is None:
+        in_loop = manages and model.has_endpoint
+    elif in_loop:
+        _check_loop_models(task, [model])
     try:
         with transaction.atomic():
             model.save()
+            if in_loop:
+                _loop_join_current_round(model)
     except IntegrityError:
         raise Conflict(
             f"this task already has a model named {model.name!r}", code="model.name_taken"
@@ -130,6 +146,13 @@ def model_register(*, task: Task, owner, **fields: Any) -> Model:
     transaction.on_commit(lambda: _announce_registration(model))
     logger.info("model %s registered for task %s by user %s", model.pk, task.code, owner.pk)
     return model
+
+
+def _loop_join_current_round(model: Model) -> None:
+    """Put ``model`` in the loop of its task's current round (none open: nothing to do)."""
+    round_ = round_current(model.task)
+    if round_ is not None:
+        RoundModel.objects.create(round=round_, model=model)
 
 
 def _announce_registration(model: Model) -> None:
@@ -257,6 +280,22 @@ def model_set_rounds(model: Model, rounds: Iterable[Round], user) -> None:
             [RoundModel(round=round, model=model) for round in rounds], ignore_conflicts=True
         )
         _announce_rows_changed(model.task_id)
+
+
+def loop_carry_over(previous: Round, new_round: Round) -> int:
+    """Put the models in the loop of ``previous`` in the loop of ``new_round``; return how
+    many. Kept for ``tasks.signals.round_opened`` (the round's owner asked for it there)."""
+    links = [
+        RoundModel(round=new_round, model_id=model_id)
+        for model_id in RoundModel.objects.filter(round=previous)
+        .order_by("model_id")
+        .values_list("model_id", flat=True)
+    ]
+    if not links:
+        return 0
+    RoundModel.objects.bulk_create(links, ignore_conflicts=True)
+    _announce_rows_changed(new_round.task_id)
+    return len(links)
 
 
 def model_record_health(model_id: int) -> HealthResult:

@@ -47,6 +47,8 @@ class ModelRegisterView(LoginRequiredMixin, FormView):
     def get_form_kwargs(self):
         kwargs = super().get_form_kwargs()
         kwargs["instance"] = Model(task=self.task, owner=self.request.user)
+        if can_manage_task(self.request.user, self.task):
+            kwargs["loop_round"] = task_selectors.round_current(self.task)
         return kwargs
 
     def get_context_data(self, **kwargs):
@@ -138,7 +140,12 @@ class ModelLoopView(LoginRequiredMixin, FormView):
         return kwargs
 
     def get_context_data(self, **kwargs):
-        return super().get_context_data(task=self.task, **kwargs)
+        return super().get_context_data(
+            task=self.task,
+            loop_rounds=selectors.loop_health(self.task),
+            round_warnings=task_selectors.round_warnings(self.task),
+            **kwargs,
+        )
 
     def form_valid(self, form):
         try:
@@ -149,3 +156,18 @@ class ModelLoopView(LoginRequiredMixin, FormView):
             return self.form_invalid(form)
         messages.success(self.request, "The models in the loop were saved.")
         return redirect("models_hub:loop", code=self.task.code)
+
+
+class LoopHealthView(LoginRequiredMixin, TemplateView):
+    """The health of the models in the loop of each open round (the task page's owner card
+    loads it with htmx)."""
+
+    template_name = "models_hub/_loop_health.html"
+
+    def get_context_data(self, **kwargs):
+        task = _visible_task(kwargs["code"], self.request.user)
+        if not can_manage_task(self.request.user, task):
+            raise PermissionDenied("only the task's owners see the loop")
+        return super().get_context_data(
+            task=task, loop_rounds=selectors.loop_health(task), **kwargs
+        )

@@ -366,6 +366,7 @@ class TaskAdmin(OwnerScopedAdmin):
                 task,
                 description=form.cleaned_data["description"],
                 close_previous=form.cleaned_data["close_previous"],
+                carry_over=form.cleaned_data["carry_over"],
             )
             messages.success(request, f"Opened round {new_round.number} of {task.code}.")
             return redirect(reverse("admin:tasks_task_change", args=[task.pk]))

@@ -175,6 +175,12 @@ class ContextUploadForm(forms.Form):
 class OpenRoundForm(forms.Form):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     close_previous = forms.BooleanField(initial=True, required=False)
+    carry_over = forms.BooleanField(
+        initial=True,
+        required=False,
+        label="Carry over the previous round",
+        help_text="Copy its contexts and put its models in the new round's loop.",
+    )
 
 
 class ProposalDecisionForm(forms.Form):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from tasks.errors import NotFound
-from tasks.models import Round, Task
+from tasks.models import Context, Round, Task
 from tasks.permissions import can_view_task
 
 
@@ -43,3 +46,63 @@ def round_current(task: Task) -> Round | None:
     if round_ is not None:
         round_.task = task
     return round_
+
+
+@dataclass(frozen=True)
+class RoundWarning:
+    """A problem of an open round that stops workers or the model in the loop.
+
+    ``code`` is stable (``round.no_contexts``, ``loop.empty``, ``loop.silent``); ``message``
+    says what is wrong and what happens meanwhile, without naming any model.
+    """
+
+    code: str
+    round_number: int
+    message: str
+
+
+# ``check(task, open_rounds) -> warnings``: the apps above ``tasks`` register theirs (the
+# models hub checks the loops), since this app may not import them.
+RoundCheck = Callable[[Task, Sequence[Round]], Iterable[RoundWarning]]
+_round_checks: list[RoundCheck] = []
+
+
+def register_round_check(check: RoundCheck) -> RoundCheck:
+    """Add ``check`` to those ``round_warnings`` runs (once, however often it is added)."""
+    if check not in _round_checks:
+        _round_checks.append(check)
+    return check
+
+
+def round_warnings(task: Task) -> list[RoundWarning]:
+    """Return the warnings of the open rounds of ``task``, by round number, the round's own
+    before its loop's.
+
+    A round of a task whose config has context fields warns when it has no context; the
+    registered checks add theirs. One query, plus those of the checks (one for the loops).
+    """
+    rounds = list(
+        Round.objects.filter(task=task, is_open=True)
+        .annotate(has_contexts=Exists(Context.objects.filter(round=OuterRef("pk"))))
+        .order_by("number")
+    )
+    if not rounds:
+        return []
+    config = task.config
+    warnings = [
+        RoundWarning(
+            "round.no_contexts",
+            round_.number,
+            f"Round {round_.number} has no contexts: workers cannot write examples until "
+            "contexts are uploaded.",
+        )
+        for round_ in rounds
+        if config is not None and config.context and not round_.has_contexts
+    ]
+    for check in _round_checks:
+        warnings.extend(check(task, rounds))
+    # A round's own problems (no contexts: nobody can write) before its loop's.
+    return sorted(
+        warnings,
+        key=lambda w: (w.round_number, not w.code.startswith("round."), w.code),
+    )

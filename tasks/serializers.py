@@ -95,6 +95,11 @@ class TaskSettingsSerializer(serializers.ModelSerializer):
 class RoundOpenSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, default="")
     close_previous = serializers.BooleanField(required=False, default=True)
+    carry_over = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="Copy the previous round's contexts and put its loop models in the new loop.",
+    )
 
 
 class ContextSerializer(serializers.Serializer):

@@ -21,7 +21,7 @@ from tasks.models import (
     TaskConfigVersion,
     TaskProposal,
 )
-from tasks.signals import task_config_changed
+from tasks.signals import round_opened, task_config_changed
 from tasks.uploads import (
     MAX_REPORTED_ERRORS,
     UploadLineError,
@@ -136,13 +136,64 @@ def _announce_config_change(task, version, previous) -> None:
 
 
 @transaction.atomic
-def round_open(task: Task, *, description: str = "", close_previous: bool = True) -> Round:
-    """Open the next round of ``task`` (closing the earlier ones unless told otherwise)."""
+def round_open(
+    task: Task, *, description: str = "", close_previous: bool = True, carry_over: bool = True
+) -> Round:
+    """Open the next round of ``task`` and return it.
+
+    ``close_previous`` closes the earlier rounds. ``carry_over`` copies the contexts of the
+    previous round (the highest-numbered one) into the new round, and sends ``round_opened``
+    inside the same transaction, so that the models hub puts the previous round's loop models
+    in the new loop too: all of it commits or none of it.
+    """
     locked = Task.objects.select_for_update().get(pk=task.pk)
-    latest = locked.rounds.aggregate(latest=Max("number"))["latest"] or 0
+    previous = locked.rounds.order_by("-number").first()
     if close_previous:
         locked.rounds.filter(is_open=True).update(is_open=False)
-    return Round.objects.create(task=locked, number=latest + 1, description=description)
+    new_round = Round.objects.create(
+        task=locked, number=(previous.number if previous else 0) + 1, description=description
+    )
+    if carry_over and previous is not None:
+        contexts_copy(previous, new_round)
+    round_opened.send(
+        sender=Round, round=new_round, previous=previous, carry_over=carry_over and bool(previous)
+    )
+    return new_round
+
+
+def contexts_copy(source: Round, target: Round) -> int:
+    """Copy the contexts of round ``source`` into round ``target``; return how many.
+
+    A copy keeps the data, tag, metadata and config version, and starts with zeroed usage
+    counters: the new round's numbers are its own, and ``source`` keeps its rows untouched.
+    Rows are read and written in batches of ``CONTEXT_BATCH_SIZE``.
+    """
+    rows = (
+        Context.objects.filter(round=source)
+        .order_by("pk")
+        .values_list("config_version_id", "data", "tag", "metadata")
+    )
+    count = 0
+    batch: list[Context] = []
+    for version_id, data, tag, metadata in rows.iterator(chunk_size=CONTEXT_BATCH_SIZE):
+        batch.append(
+            Context(
+                task_id=target.task_id,
+                round=target,
+                config_version_id=version_id,
+                data=data,
+                tag=tag,
+                metadata=metadata,
+            )
+        )
+        if len(batch) >= CONTEXT_BATCH_SIZE:
+            Context.objects.bulk_create(batch)
+            count += len(batch)
+            batch = []
+    if batch:
+        Context.objects.bulk_create(batch)
+        count += len(batch)
+    return count
 
 
 # Keys of a flat JSON context line that are not context fields (unless a field has the name).

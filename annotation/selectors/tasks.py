@@ -24,7 +24,7 @@ from annotation.actors import Actor
 from annotation.sampling import sample_context
 from annotation.selectors.contexts import context_id_or_none, context_key, contexts_remember
 from models_hub.models import Model
-from models_hub.selectors import pickable_models
+from models_hub.selectors import is_pickable, loop_members
 from tasks.config import TaskConfig
 from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Context, Round, Task, TaskConfigVersion
@@ -32,7 +32,12 @@ from tasks.permissions import can_contribute, can_review_examples, can_view_task
 from tasks.selectors import task_get_visible
 
 TASK_BUNDLE_SECONDS = 60
-_KEY_VERSION = 1
+_KEY_VERSION = 2
+
+# What a round's loop can do now (``TaskBundle.loop_state``); the pages word each one.
+LOOP_ANSWERING = "answering"
+LOOP_SILENT = "silent"
+LOOP_EMPTY = "empty"
 
 
 @dataclass(frozen=True)
@@ -41,12 +46,14 @@ class TaskBundle:
 
     ``task.owner_ids`` holds its owners' ids (``tasks.permissions.is_task_owner`` reads it);
     ``open_rounds`` are newest first, each with ``task`` set; ``loop_models`` maps a round's id
-    to the models that may answer in its loop (healthy or not yet checked, with an endpoint).
+    to the models that may answer in its loop (healthy or not yet checked, with an endpoint);
+    ``loop_sizes`` maps it to the number of models in its loop, answering or not.
     """
 
     task: Task
     open_rounds: tuple[Round, ...] = ()
     loop_models: dict[int, tuple[Model, ...]] = field(default_factory=dict)
+    loop_sizes: dict[int, int] = field(default_factory=dict)
     # The cached row of the context a request named (``task_bundle(context_id=...)``).
     requested_context: Context | None = None
 
@@ -70,6 +77,14 @@ class TaskBundle:
         models = self.loop_models.get(round_.pk, ())
         return (rng or random).choice(models) if models else None
 
+    def loop_state(self, round_id: int) -> str:
+        """Return ``LOOP_ANSWERING`` when a model of round ``round_id``'s loop may answer,
+        ``LOOP_SILENT`` when its loop has models but none may answer now, and ``LOOP_EMPTY``
+        when it has none (or the round is not open)."""
+        if self.loop_models.get(round_id):
+            return LOOP_ANSWERING
+        return LOOP_SILENT if self.loop_sizes.get(round_id) else LOOP_EMPTY
+
 
 def bundle_key(code: str) -> str:
     return f"annotation:task-bundle:{_KEY_VERSION}:{code}"
@@ -82,15 +97,19 @@ def _read_bundle(code: str) -> TaskBundle | None:
     task.owner_ids = frozenset(task.owners.values_list("pk", flat=True))
     rounds = list(Round.objects.filter(task=task, is_open=True).order_by("-number"))
     models: dict[int, list[Model]] = {round_.pk: [] for round_ in rounds}
-    for model, round_id in pickable_models([round_.pk for round_ in rounds]):
-        model.task = task
-        models[round_id].append(model)
+    sizes: dict[int, int] = dict.fromkeys(models, 0)
+    for model, round_id in loop_members(list(models)):
+        sizes[round_id] += 1
+        if is_pickable(model):
+            model.task = task
+            models[round_id].append(model)
     for round_ in rounds:
         round_.task = task
     return TaskBundle(
         task=task,
         open_rounds=tuple(rounds),
         loop_models={round_id: tuple(found) for round_id, found in models.items()},
+        loop_sizes=sizes,
     )
 
 
@@ -111,6 +130,13 @@ def task_bundle(code: str, *, context_id=None) -> TaskBundle | None:
     if wanted is not None:
         bundle = replace(bundle, requested_context=found.get(context_key(wanted)))
     return bundle
+
+
+def round_loop_state(code: str, round_id: int) -> str:
+    """Return the ``loop_state`` of round ``round_id`` of task ``code`` from its bundle
+    (``LOOP_EMPTY`` for a round that is not open or a task that is gone)."""
+    bundle = task_bundle(code)
+    return bundle.loop_state(round_id) if bundle is not None else LOOP_EMPTY
 
 
 def task_bundle_forget(*codes: str) -> None:

@@ -15,6 +15,7 @@ from annotation.live.queue import live_job_id, wait_for_live_answer
 from annotation.models import Campaign, ExampleStatus
 from annotation.selectors.examples import example_model_answer
 from annotation.selectors.tasks import (
+    LOOP_SILENT,
     bundle_for_actor,
     context_get,
     context_sample,
@@ -32,6 +33,13 @@ from annotation.views.access import (
     sync_wait_seconds,
 )
 from tasks.config.values import check_worker_input
+
+# The sandbox's answer when no model can be asked.
+SANDBOX_NO_MODEL = "No model is in the loop of this round."
+SANDBOX_MODEL_SILENT = (
+    "The model in the loop is not answering right now, so the sandbox cannot ask it. "
+    "Try again in a few minutes."
+)
 
 
 @require_http_methods(["GET", "POST"])
@@ -60,7 +68,16 @@ def create(request, code: str):
         if context is not None:
             context_mark_served(context)
     form, goal_label = pages.new_form(request, task, config, context, retained=retained)
-    return pages.create_page(request, task, round_, config, context, form, goal_label=goal_label)
+    return pages.create_page(
+        request,
+        task,
+        round_,
+        config,
+        context,
+        form,
+        goal_label=goal_label,
+        loop_state=bundle.loop_state(round_.pk),
+    )
 
 
 def _submit(request, bundle, round_):
@@ -138,7 +155,8 @@ def _sandbox(request, bundle, round_, context, form, data, goal_label):
     model = bundle.pick_model(round_)
     sandbox: dict = {"data": data}
     if model is None:
-        sandbox["message"] = "No model is in the loop of this round."
+        silent = bundle.loop_state(round_.pk) == LOOP_SILENT
+        sandbox["message"] = SANDBOX_MODEL_SILENT if silent else SANDBOX_NO_MODEL
     else:
         inputs = model_inputs(config, data, context_data, uid="sandbox")
         job_id = sandbox_questions.enqueue_sandbox_prediction(model, inputs, request.actor.key)

@@ -22,6 +22,7 @@ from annotation.forms import (
     output_items,
 )
 from annotation.models import ExampleStatus
+from annotation.selectors.tasks import round_loop_state
 from annotation.views.access import campaign_done_url, slow_model_seconds
 
 PREFS_KEY = "annotation_prefs"
@@ -186,6 +187,10 @@ def example_context(task, example, *, metadata_form=None, quota_reached=False) -
         "metadata_form": metadata_form,
         "metadata_html": metadata_html,
         "stale": stale,
+        # Why a ``no_model`` example has no answer: the round's loop now (a cached read).
+        "loop_state": round_loop_state(task.code, example.round_id)
+        if example.status == ExampleStatus.NO_MODEL
+        else None,
         "next_url": next_url,
         "quota_reached": quota_reached,
     }

@@ -1,7 +1,10 @@
 """Reads of datasets: a task's datasets and a page of a dataset's examples.
 
-Gold answers are owners-only: ``dataset_examples_page`` leaves them out for everyone else,
-and hidden datasets (and their scores) are not visible to non-owners at all.
+Gold answers follow ``dataset_gold_visible``: the task's owners see every dataset's; everyone
+else sees those of **public** datasets only, which their owners published with their answers
+(a public development set) and which never enter the ranking. The gold of scoring and
+standard datasets stays with the owners, and hidden datasets (and their scores) are not
+visible to non-owners at all.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ def datasets_for_task(task: Task, user) -> list[Dataset]:
     return list(datasets.order_by("perturbation_of_id", "name", "pk"))
 
 
+def dataset_gold_visible(dataset: Dataset, user) -> bool:
+    """Return True when ``user`` may read the gold answers of ``dataset`` (see the module)."""
+    return dataset.access_type == AccessType.PUBLIC or can_manage_task(user, dataset.task)
+
+
 def dataset_get_visible(task: Task, slug: str, user) -> Dataset:
     dataset = (
         Dataset.objects.select_related("task", "round", "perturbation_of")
@@ -47,19 +55,19 @@ class ExampleRow:
     uid: str
     inputs: dict
     tags: list
-    gold: dict | None  # None for non-owners
+    gold: dict | None  # None unless ``dataset_gold_visible``
     input_id: str = ""
     original_inputs: dict | None = None  # perturbed copies: the original's inputs
     changed_fields: tuple[str, ...] = ()
 
 
 def dataset_examples_page(dataset: Dataset, user, page: int = 1, per_page: int = EXAMPLES_PER_PAGE):
-    """Return ``(page_object, rows)`` of examples; gold only for the task's owners.
+    """Return ``(page_object, rows)`` of examples; gold when ``dataset_gold_visible``.
 
     For a perturbed copy each row also carries the original example's inputs and the names
     of the fields the perturbation changed (the perturbation browser).
     """
-    owner = can_manage_task(user, dataset.task)
+    shows_gold = dataset_gold_visible(dataset, user)
     paginator = Paginator(
         DatasetExample.objects.filter(dataset=dataset)
         .order_by("position")
@@ -92,7 +100,7 @@ def dataset_examples_page(dataset: Dataset, user, page: int = 1, per_page: int =
                 uid=example.uid,
                 inputs=example.inputs,
                 tags=example.tags,
-                gold=example.gold if owner else None,
+                gold=example.gold if shows_gold else None,
                 input_id=example.input_id,
                 original_inputs=original,
                 changed_fields=changed,
@@ -110,6 +118,7 @@ class DatasetDetail:
     rows: list[ExampleRow]
     is_owner: bool
     perturbations: list[Dataset]
+    shows_gold: bool = False
 
 
 def dataset_detail(task: Task, slug: str, user, page: Any = 1) -> DatasetDetail:
@@ -123,4 +132,5 @@ def dataset_detail(task: Task, slug: str, user, page: Any = 1) -> DatasetDetail:
         rows=rows,
         is_owner=is_owner,
         perturbations=list(dataset.perturbations.all()) if is_owner else [],
+        shows_gold=dataset_gold_visible(dataset, user),
     )

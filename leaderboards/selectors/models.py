@@ -1,4 +1,11 @@
-"""Reads of the model page: a model's scores and runs, and the per-example browser."""
+"""Reads of the model page: a model's scores and runs, and the per-example browser.
+
+Who browses which datasets' examples (``browsable_datasets``): the task's owners every
+original dataset; the model's owner the datasets whose gold they may already read
+(``dataset_gold_visible``: the public ones), and only aggregates elsewhere; nobody else.
+The gold and per-example correctness of a scoring, standard or hidden dataset never reach
+anyone but the task's owners.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboards.models import AccessType, Dataset, EvaluationRun, Prediction, Score
+from leaderboards.selectors.datasets import dataset_gold_visible
 from models_hub.models import Model
 from tasks.metrics import MetricError, get_metric
 from tasks.permissions import can_browse_predictions, can_manage_task
@@ -64,6 +72,8 @@ class ExampleBrowser:
     page_count: int
     total: int
     message: str = ""
+    # True for the task's owners (every dataset); False for a model's owner (public ones).
+    all_datasets: bool = False
 
 
 BROWSER_PAGE_SIZE = 25
@@ -82,6 +92,33 @@ def _latest_predictions(model_id: int, dataset: Dataset) -> dict[int, Any]:
     return dict(Prediction.objects.filter(run_id=run).values_list("example_id", "output"))
 
 
+def browsable_datasets(model: Model, user) -> list[Dataset]:
+    """Return the original datasets of ``model``'s task whose examples ``user`` may browse
+    with ``model``'s predictions (see the module), by name; one query, none for nobody."""
+    task = model.task
+    if can_browse_predictions(user, task):
+        datasets = Dataset.objects.filter(task=task, perturbation_of__isnull=True)
+    elif user.is_authenticated and model.owner_id == user.pk:
+        datasets = Dataset.objects.filter(
+            task=task, perturbation_of__isnull=True, access_type=AccessType.PUBLIC
+        )
+    else:
+        return []
+    found = list(datasets.order_by("name", "pk"))
+    for dataset in found:
+        dataset.task = task
+    # The one gold rule decides, whatever the query above already left out.
+    return [dataset for dataset in found if dataset_gold_visible(dataset, user)]
+
+
+def _compare_choices(model: Model, user) -> list[Model]:
+    """The task's owners compare with any model of the task; a model's owner with their own."""
+    others = Model.objects.filter(task=model.task).exclude(pk=model.pk)
+    if not can_manage_task(user, model.task):
+        others = others.filter(owner_id=user.pk)
+    return list(others.order_by("name", "pk"))
+
+
 def model_example_browser(
     model: Model,
     user,
@@ -90,33 +127,39 @@ def model_example_browser(
     compare_model_id: Any = None,
     wrong_only: bool = False,
     page: Any = 1,
-) -> ExampleBrowser:
-    """Return a page of ``model``'s predictions on one dataset with the gold labels.
+) -> ExampleBrowser | None:
+    """Return a page of ``model``'s predictions on one dataset with the gold labels, or None
+    when ``user`` may browse none of its task's datasets (``browsable_datasets``).
 
-    For those who may see gold (``tasks.permissions.can_browse_predictions``; the view
-    checks). An example is wrong when the main perf metric scores it below 100, or when
-    the model gave no output. ``compare_model_id`` adds another model's predictions on
-    the same examples. Bad parameters fall back to defaults.
+    An example is wrong when the main perf metric scores it below 100, or when the model
+    gave no output. ``compare_model_id`` adds another model's predictions on the same
+    examples (one the user may compare with). Bad parameters fall back to defaults.
     """
     task = model.task
     config = task.config
-    datasets = list(
-        Dataset.objects.filter(task=task, perturbation_of__isnull=True).order_by("name", "pk")
-    )
-    compare_choices = list(
-        Model.objects.filter(task=task).exclude(pk=model.pk).order_by("name", "pk")
-    )
-    dataset = next((item for item in datasets if item.slug == dataset_slug), None)
-    if dataset is None and datasets:
-        dataset = datasets[0]
+    datasets = browsable_datasets(model, user)
+    if not datasets:
+        return None
+    compare_choices = _compare_choices(model, user)
+    dataset = next((item for item in datasets if item.slug == dataset_slug), datasets[0])
     compare_model = next(
         (item for item in compare_choices if str(item.pk) == str(compare_model_id)), None
     )
-    empty = ExampleBrowser(
-        dataset, datasets, compare_model, compare_choices, [], wrong_only, 1, 1, 0
-    )
-    if dataset is None or config is None:
-        return empty
+    all_datasets = can_browse_predictions(user, task)
+    if config is None:
+        return ExampleBrowser(
+            dataset,
+            datasets,
+            compare_model,
+            compare_choices,
+            [],
+            wrong_only,
+            1,
+            1,
+            0,
+            "",
+            all_datasets,
+        )
 
     predictions = _latest_predictions(model.pk, dataset)
     compared = _latest_predictions(compare_model.pk, dataset) if compare_model else {}
@@ -180,6 +223,7 @@ def model_example_browser(
         page_count=page_count,
         total=total,
         message=message,
+        all_datasets=all_datasets,
     )
 
 
@@ -192,7 +236,8 @@ def _dataset_example_rows(dataset: Dataset) -> list[tuple]:
 
 @dataclass(frozen=True)
 class ModelPage:
-    """The model page: the scores and runs, and the example browser for those who may see gold."""
+    """The model page: the scores and runs, and the example browser where the user may
+    browse (``browsable_datasets``)."""
 
     results: ModelResults
     browser: ExampleBrowser | None
@@ -207,15 +252,13 @@ def model_page(
     wrong_only: bool = False,
     page: Any = 1,
 ) -> ModelPage:
-    """Return ``model``'s results and, if ``user`` may browse predictions, the browser page."""
-    browser = None
-    if can_browse_predictions(user, model.task):
-        browser = model_example_browser(
-            model,
-            user,
-            dataset_slug=dataset_slug,
-            compare_model_id=compare_model_id,
-            wrong_only=wrong_only,
-            page=page,
-        )
+    """Return ``model``'s results and, where ``user`` may browse examples, the browser page."""
+    browser = model_example_browser(
+        model,
+        user,
+        dataset_slug=dataset_slug,
+        compare_model_id=compare_model_id,
+        wrong_only=wrong_only,
+        page=page,
+    )
     return ModelPage(results=model_results(model, user), browser=browser)

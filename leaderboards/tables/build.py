@@ -61,7 +61,11 @@ from leaderboards.tables.results import (
     LeaderboardWeights,
     MetricColumn,
 )
-from leaderboards.tables.summaries import best_per_tag, trends_of_top_models
+from leaderboards.tables.summaries import (
+    best_per_tag,
+    dataset_bars_of_top_models,
+    trends_of_top_models,
+)
 
 DEFAULT_INSTANCE_MEMORY_GB = 16.0
 ANONYMOUS_OWNER = "anonymous"
@@ -256,6 +260,9 @@ def build_leaderboard_table(
     )
 
     trend_rounds, trends = trends_of_top_models(result, scoring, board)
+    bar_datasets, bars = (), ()
+    if len(trend_rounds) < 2:
+        bar_datasets, bars = dataset_bars_of_top_models(result, scoring, board)
     return LeaderboardTable(
         task_code=task_code,
         main_metric=main_metric,
@@ -281,6 +288,8 @@ def build_leaderboard_table(
         best_per_tag=best_per_tag(board, dataset_weights),
         trend_rounds=trend_rounds,
         trends=trends,
+        bar_datasets=bar_datasets,
+        dataset_bars=bars,
     )
 
 

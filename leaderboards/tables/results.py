@@ -203,6 +203,9 @@ class LeaderboardTable:
     best_per_tag: tuple[TagLeader, ...] = ()
     trend_rounds: tuple[int, ...] = ()
     trends: tuple[TrendSeries, ...] = ()
+    # With fewer than two rounds: the top models' main metric per scoring dataset.
+    bar_datasets: tuple[str, ...] = ()
+    dataset_bars: tuple[TrendSeries, ...] = ()
 
     @property
     def scoring_datasets(self) -> tuple[DatasetColumn, ...]:
@@ -215,6 +218,27 @@ class LeaderboardTable:
             "rounds": list(self.trend_rounds),
             "series": [series.as_dict() for series in self.trends],
         }
+
+    @property
+    def trends_chart(self) -> dict[str, Any] | None:
+        """Return what the page's trends chart draws: a line per top model across the rounds
+        when there are two or more, else a bar per scoring dataset; None when neither has
+        anything to say (the chart is left out)."""
+        if len(self.trend_rounds) >= 2 and self.trends:
+            return {
+                "kind": "line",
+                "title": f"{self.main_metric} per round, top models",
+                "labels": [f"Round {number}" for number in self.trend_rounds],
+                "series": [series.as_dict() for series in self.trends],
+            }
+        if self.dataset_bars:
+            return {
+                "kind": "bar",
+                "title": f"{self.main_metric} per dataset, top models",
+                "labels": list(self.bar_datasets),
+                "series": [series.as_dict() for series in self.dataset_bars],
+            }
+        return None
 
     def as_dict(self) -> dict[str, Any]:
         """Return the table as plain JSON types (the JSON export and the API body)."""

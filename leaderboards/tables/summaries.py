@@ -59,6 +59,10 @@ def best_per_tag(board: Board, dataset_weights: Mapping[str, float]) -> tuple[Ta
     )
 
 
+def _top_models(result: DynascoreArrays) -> list[int]:
+    return result.order[: min(TREND_MODEL_COUNT, result.complete_count)].tolist()
+
+
 def trends_of_top_models(
     result: DynascoreArrays | None, scoring: Sequence[DatasetRecord], board: Board
 ) -> tuple[tuple[int, ...], tuple[TrendSeries, ...]]:
@@ -66,9 +70,8 @@ def trends_of_top_models(
     rounds = sorted({d.round_number for d in scoring if d.round_number is not None})
     if result is None or not rounds:
         return tuple(rounds), ()
-    top = result.order[: min(TREND_MODEL_COUNT, result.complete_count)].tolist()
     series = []
-    for index in top:
+    for index in _top_models(result):
         values = []
         for number in rounds:
             pairs = []
@@ -83,3 +86,24 @@ def trends_of_top_models(
             values.append(weighted_mean([pair for pair in pairs if pair[1] is not None]))
         series.append(TrendSeries(board.display_name(index), tuple(values)))
     return tuple(rounds), tuple(series)
+
+
+def dataset_bars_of_top_models(
+    result: DynascoreArrays | None, scoring: Sequence[DatasetRecord], board: Board
+) -> tuple[tuple[str, ...], tuple[TrendSeries, ...]]:
+    """Return the scoring datasets' names and, for the top models, the main metric on each
+    (None where a model has no score): what the trends chart shows while there are fewer
+    than two rounds to compare."""
+    if result is None or not scoring:
+        return (), ()
+    series = []
+    for index in _top_models(result):
+        values = []
+        for dataset in scoring:
+            position = board.slug_position[dataset.slug]
+            present = board.present[index, position]
+            values.append(none_if_nan(float(board.main[index, position])) if present else None)
+        series.append(TrendSeries(board.display_name(index), tuple(values)))
+    if all(value is None for item in series for value in item.values):
+        return (), ()
+    return tuple(dataset.name for dataset in scoring), tuple(series)

@@ -98,6 +98,25 @@ def compact_json(value) -> str:
         return str(value)[:2000]
 
 
+@register.filter
+def field_items(value, first=None) -> list[tuple[str, str]]:
+    """Return ``(name, text)`` for each field of a JSON object (the ``uid`` left out),
+    strings as they are and other values as one-line JSON; the fields that the mapping
+    ``first`` names come first (a prediction's gold fields before its probabilities). A
+    value that is not an object is one nameless item, and None none. The template escapes
+    both."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [("", compact_json(value))]
+    leading = set(first) if isinstance(first, dict) else set()
+    names = sorted((name for name in value if name != "uid"), key=lambda name: name not in leading)
+    return [
+        (str(name), value[name] if isinstance(value[name], str) else compact_json(value[name]))
+        for name in names
+    ]
+
+
 def _interval(low, high) -> str:
     if low is None or high is None:
         return ""
@@ -149,8 +168,9 @@ def leaderboard_rows(table) -> str:
         marker = ' class="table-light text-muted" data-incomplete="1"' if row.incomplete else ""
         rank = "" if row.rank is None else escape(row.rank)
         lines.append(
-            f"<tr{marker}><td>{rank}</td>"
-            f'<td>{name}<div class="small text-muted">{escape(row.owner_name)}</div>{badge}</td>'
+            f'<tr{marker}><td class="lb-rank">{rank}</td>'
+            f'<td class="lb-model">{name}'
+            f'<div class="small text-muted">{escape(row.owner_name)}</div>{badge}</td>'
             f'<td class="fw-semibold">{escape(number(row.dynascore))}</td>'
             f"{_metric_cells(table, row)}</tr>"
         )
@@ -163,7 +183,7 @@ def breakdown_rows(table) -> str:
     main metric and its CI."""
     lines = []
     for row in table.rows:
-        parts = [f"<tr><td>{escape(row.model_name)}</td>"]
+        parts = [f'<tr><td class="lb-model">{escape(row.model_name)}</td>']
         for dataset in table.datasets:
             cell_value = row.datasets.get(dataset.slug)
             value = cell_value.value if cell_value is not None else None

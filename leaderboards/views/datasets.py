@@ -80,6 +80,7 @@ class DatasetDetailView(View):
             "page": detail.page,
             "rows": detail.rows,
             "is_owner": detail.is_owner,
+            "shows_gold": detail.shows_gold,
             "perturbations": detail.perturbations,
             "perturb_form": PerturbationForm() if detail.is_owner else None,
         }

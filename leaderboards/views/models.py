@@ -8,6 +8,7 @@ from django.views import View
 from leaderboards.selectors.models import model_page
 from leaderboards.selectors.runs import runs_for_model
 from leaderboards.views.common import model_or_404
+from models_hub.selectors import model_can_edit
 
 
 class ModelResultsView(View):
@@ -33,5 +34,9 @@ class ModelRunsProgressView(View):
 
     def get(self, request, pk: int):
         model = model_or_404(pk, request.user)
-        context = {"model": model, "runs": runs_for_model(model, request.user)}
+        context = {
+            "model": model,
+            "runs": runs_for_model(model, request.user),
+            "can_manage": model_can_edit(model, request.user),
+        }
         return TemplateResponse(request, "leaderboards/run_list_partial.html", context)

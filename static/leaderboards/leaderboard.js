@@ -18,15 +18,16 @@
     if (chart) { chart.destroy(); chart = null; }
     if (!canvas || !data || typeof Chart === "undefined") return;
     var trends = JSON.parse(data.textContent);
+    var bars = trends.kind === "bar";
     chart = new Chart(canvas, {
-      type: "line",
+      type: bars ? "bar" : "line",
       data: {
-        labels: trends.rounds.map(function (round) { return "Round " + round; }),
+        labels: trends.labels,
         datasets: trends.series.map(function (series) {
           return { label: series.model, data: series.values, spanGaps: true, tension: 0.2 };
         }),
       },
-      options: { responsive: true, animation: false, scales: { y: { beginAtZero: false } } },
+      options: { responsive: true, animation: false, scales: { y: { beginAtZero: bars } } },
     });
   }
 

@@ -41,6 +41,7 @@ class TaskDetailView(TemplateView):
             rounds=list(task.rounds.all()),
             current_round=selectors.round_current(task),
             is_owner=can_manage_task(self.request.user, task),
+            round_warnings=selectors.round_warnings(task),
         )
         return context
 

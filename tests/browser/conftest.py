@@ -6,6 +6,8 @@
 - ``browser_context`` / ``page``: a fresh context per test; ``login(context, user)`` copies a
   Django session cookie into it (no password typing, no rate limiting).
 - ``shot(page, name)``: a screenshot per step under ``test-artifacts/browser/<test>/``.
+- ``screenshot(page, "<role>-<page>")``: the screenshot of a page for the review, under
+  ``test-artifacts/screenshots/`` (role: admin, owner, worker or researcher).
 - ``live_worker``: the ``live`` RQ queue run by a SimpleWorker thread, as in production.
 
 Use pytest-django's ``live_server`` for the site. Playwright's sync API runs an event loop
@@ -33,6 +35,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
+SCREENSHOTS = ARTIFACTS.parent / "screenshots"
 
 
 def _require_chromium() -> None:
@@ -116,6 +119,19 @@ def shot(request):
     def take(page, step: str) -> Path:
         counter["n"] += 1
         path = folder / f"{counter['n']:02d}-{re.sub(r'[^A-Za-z0-9_-]+', '_', step)}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
+
+
+@pytest.fixture
+def screenshot():
+    """Return ``screenshot(page, name)``: save the full page as ``<name>.png`` for review."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(page, name: str) -> Path:
+        path = SCREENSHOTS / f"{re.sub(r'[^A-Za-z0-9_-]+', '-', name)}.png"
         page.screenshot(path=str(path), full_page=True)
         return path
 

@@ -70,6 +70,7 @@ MATRIX: dict[str, Check] = {
     "models_hub:detail": everyone(200),
     "models_hub:edit": row(L, L, 403, 403, 403, 200, 200),
     "models_hub:loop": row(L, L, 403, 403, 403, 200, 200),
+    "models_hub:loop_health": row(L, L, 403, 403, 403, 200, 200),
     "models_hub:register": row(L, L, 200, 200, 200, 200, 200),
     # annotation: create, validate, one example
     "annotation:create": row(L, 200, 200, 200, 200, 200, 200),

@@ -391,3 +391,34 @@ def test_cached_pages_keep_viewers_apart(task, owner):
     as_owner = table_for(task, user=owner)
     assert len(as_owner.rows) == len(public.rows) + 2
     assert len(table_for(task).rows) == len(public.rows)
+
+
+@pytest.mark.django_db
+def test_the_trends_chart_draws_dataset_bars_with_one_round_and_hides_with_nothing(task):
+    assert table_for(task).trends_chart is None
+    first = task.rounds.get(number=1)
+    alpha = DatasetFactory(task=task, slug="alpha", name="Alpha", round=first)
+    beta = DatasetFactory(task=task, slug="beta", name="Beta", round=first)
+
+    def metrics(index, dataset):
+        if index == 0 and dataset.slug == "beta":
+            return None
+        return {MAIN: 60.0 + index * 10 + (5 if dataset.slug == "beta" else 0)}
+
+    make_models(task, 2, [alpha, beta], metrics_of=metrics)
+    chart = table_for(task).trends_chart
+    assert chart["kind"] == "bar" and chart["labels"] == ["Alpha", "Beta"]
+    assert chart["series"] == [{"model": "model-0001", "values": [70.0, 75.0]}]
+
+
+@pytest.mark.django_db
+def test_the_trends_chart_draws_lines_across_two_rounds(task):
+    from tasks.services import round_open
+
+    second = round_open(task, carry_over=False)
+    round_one = DatasetFactory(task=task, slug="r1", round=task.rounds.get(number=1))
+    round_two = DatasetFactory(task=task, slug="r2", round=second)
+    make_models(task, 2, [round_one, round_two])
+    chart = table_for(task).trends_chart
+    assert chart["kind"] == "line" and chart["labels"] == ["Round 1", "Round 2"]
+    assert len(chart["series"]) == 2

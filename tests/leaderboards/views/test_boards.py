@@ -209,3 +209,21 @@ def test_uncached_queries_match(client, task, settings, django_assert_num_querie
         # The data version is still read: it says whether the score cube is current.
         with django_assert_num_queries(PAGE_QUERIES):
             assert client.get(page).status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_page_shows_the_trends_chart_only_when_it_says_something(client, task):
+    page = client.get(url("task", task.code)).content.decode()
+    assert 'data-testid="trends"' not in page
+    dataset = DatasetFactory(task=task, slug="only", name="Only", round=task.rounds.get())
+    make_models(task, 2, [dataset])
+    page = client.get(url("task", task.code)).content.decode()
+    assert 'data-testid="trends" data-kind="bar"' in page and "per dataset" in page
+
+
+@pytest.mark.django_db
+def test_the_rank_and_model_columns_are_marked_to_stay_in_view(client, board):
+    page = client.get(url("task", board.code)).content.decode()
+    assert '<th scope="col" class="lb-rank">#</th>' in page
+    assert '<td class="lb-rank">1</td><td class="lb-model">' in page
+    assert "leaderboards/leaderboard.css" in page

@@ -206,3 +206,36 @@ def test_model_page_shows_the_live_progress_of_its_runs(client, published_model,
     partial = client.get(partial_url).content.decode()
     assert "20 / 200 examples" in partial
     assert f'hx-get="{reverse("leaderboards:run_progress", args=[run.pk])}"' in partial
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "trigger", "viewer", "shows_retry"),
+    [
+        (RunStatus.FAILED, RunTrigger.RERUN, "model_owner", True),
+        (RunStatus.FAILED, RunTrigger.RERUN, "task_owner", True),
+        (RunStatus.FAILED, RunTrigger.RERUN, "stranger", False),
+        (RunStatus.FAILED, RunTrigger.RERUN, "anonymous", False),
+        (RunStatus.DONE, RunTrigger.RERUN, "model_owner", False),
+        (RunStatus.FAILED, RunTrigger.PREDICTIONS_UPLOAD, "model_owner", False),
+    ],
+)
+def test_retry_shows_to_the_owners_of_a_failed_run_on_its_page_and_the_model_page(
+    client, eval_task, eval_owner, dataset, status, trigger, viewer, shows_retry
+):
+    author = UserFactory(username="author")
+    model = make_model(eval_task, author, "http://127.0.0.1:9/", name="auth", is_published=True)
+    run = _saved_run(model, dataset, status=status, error_code="model.unreachable")
+    EvaluationRun.objects.filter(pk=run.pk).update(trigger=trigger)
+    users = {"model_owner": author, "task_owner": eval_owner, "stranger": UserFactory()}
+    if viewer in users:
+        client.force_login(users[viewer])
+    retry_url = reverse("leaderboards:run_retry", args=[run.pk])
+    for url in (
+        reverse("leaderboards:run_detail", args=[run.pk]),
+        reverse("leaderboards:model_runs_progress", args=[model.pk]),
+    ):
+        html = client.get(url).content.decode()
+        assert (f'action="{retry_url}"' in html) is shows_retry, (url, html)
+        if status == RunStatus.FAILED:
+            assert 'data-testid="run-failed"' in html
