@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tasks.bounded_json import json_loads_bounded
 from tasks.config.types import FieldType, TaskConfig
 from tasks.errors import InvalidUpload, ServiceError
 from tasks.models import Task
@@ -31,8 +32,8 @@ def _csv_cell(spec_type: FieldType | None, value: Any) -> Any:
     if spec_type is None:
         return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return json_loads_bounded(value)
+    except json.JSONDecodeError:  # JSONTooDeep too: the cell stays text
         return value
 
 
