@@ -19,11 +19,12 @@ from tasks.admin import OwnerScopedAdmin
 from tasks.errors import ServiceError
 from tasks.models import Task
 from tasks.permissions import can_manage_task
+from tasks.templatetags.dynatask import latency
 
 HEALTH_FIELDS = (
     "status",
     "last_health_at",
-    "last_health_latency_ms",
+    "health_latency",
     "last_health_error",
     "model_version",
     "memory_gb",
@@ -42,10 +43,15 @@ class ModelAdmin(OwnerScopedAdmin):
         "protocol",
         "status",
         "last_health_at",
-        "last_health_latency_ms",
+        "health_latency",
         "is_published",
     )
     list_filter = ("status", "protocol", "is_published", "task")
+
+    @admin.display(description="Health latency", ordering="last_health_latency_ms")
+    def health_latency(self, obj) -> str:
+        return latency(obj.last_health_latency_ms) or "-"
+
     search_fields = ("name", "description")
     list_select_related = ("task", "owner")
     raw_id_fields = ("owner",)

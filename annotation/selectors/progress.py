@@ -1,5 +1,6 @@
-"""The worker's progress line on the create page: examples written today, how many of them
-fooled the model, and a campaign worker's quota ("3 of 10").
+"""The worker's progress line: on the create page, examples written today, how many of them
+fooled the model, and a campaign worker's quota ("3 of 10"); on the validate page, verdicts
+given today and a validation campaign's quota.
 
 Counts come from the example rows, not from the buffered ``WorkerStats`` counters, so an
 example shows up the moment it is stored. One query, bounded: a user's rows of today are one
@@ -17,7 +18,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.actors import Actor
-from annotation.models import Campaign, Example
+from annotation.models import Campaign, Example, Validation
 from tasks.models import Task
 
 # Past this many examples in a day the line says "1000+": the count stops reading there.
@@ -85,3 +86,42 @@ def _campaign_progress(task: Task, actor: Actor, since: datetime) -> WorkerProgr
         quota=quota,
         done=counts["done"] if quota is not None else None,
     )
+
+
+@dataclass(frozen=True)
+class ValidatorProgress:
+    """What the validate page's progress line shows. ``quota`` and ``done`` only for a
+    worker of a validation campaign."""
+
+    validated_today: int
+    capped: bool = False
+    quota: int | None = None
+    done: int | None = None
+
+
+def validator_progress(
+    task: Task, actor: Actor, *, now: datetime | None = None
+) -> ValidatorProgress:
+    """Return ``actor``'s verdicts on ``task`` today (owners' final verdicts not counted)."""
+    since = start_of_today(now)
+    if actor.is_campaign:
+        counts = (
+            Validation.objects.filter(
+                campaign_worker=actor.campaign_worker, example__task=task, is_owner_verdict=False
+            )
+            .order_by()
+            .aggregate(done=Count("id"), today=Count("id", filter=Q(created_at__gte=since)))
+        )
+        campaign = actor.campaign
+        quota = campaign.quota if campaign.kind == Campaign.Kind.VALIDATE else None
+        return ValidatorProgress(
+            validated_today=counts["today"],
+            quota=quota,
+            done=counts["done"] if quota is not None else None,
+        )
+    column, actor_id = actor.id_column()
+    rows = Validation.objects.filter(
+        **{column: actor_id}, example__task=task, created_at__gte=since, is_owner_verdict=False
+    ).order_by()
+    today = rows.values("id")[:PROGRESS_CAP].count()
+    return ValidatorProgress(validated_today=today, capped=today >= PROGRESS_CAP)

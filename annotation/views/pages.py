@@ -22,7 +22,7 @@ from annotation.forms import (
     output_items,
 )
 from annotation.models import ExampleStatus
-from annotation.selectors.progress import worker_progress
+from annotation.selectors.progress import validator_progress, worker_progress
 from annotation.selectors.tasks import round_loop_state
 from annotation.services.examples import MAX_FLAG_REASON
 from annotation.views.access import campaign_done_url, slow_model_seconds
@@ -225,7 +225,13 @@ def status_part(request, task, example, *, status=200, extra=None, **kwargs):
 
 # -- the validate page ----------
 def validate_page(request, task, example, form, status=200):
-    page = {"task": task, "config": task.config, "example": example, "form": form}
+    page = {
+        "task": task,
+        "config": task.config,
+        "example": example,
+        "form": form,
+        "progress": validator_progress(task, request.actor),
+    }
     if example is not None:
         example_config = example.config_version.parsed
         if not form.is_bound:

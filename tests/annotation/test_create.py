@@ -496,9 +496,9 @@ def test_query_counts_are_fixed(
         client.get(f"/tasks/sentiment/examples/{example.pk}/status")
     client.force_login(validators[0])
     client.get("/tasks/sentiment/validate")  # warm-up: the validator's session
-    # 2: the user, the next example (one index range of the queue: a fooling example waits;
-    # at most three ranges when there is none).
-    with django_assert_max_num_queries(2):
+    # 3: the user, the next example (one index range of the queue: a fooling example waits;
+    # at most three ranges when there is none), the progress line's count of today's verdicts.
+    with django_assert_max_num_queries(3):
         assert 'name="example_id"' in client.get("/tasks/sentiment/validate").content.decode()
 
 

@@ -602,3 +602,25 @@ def test_the_api_refuses_a_writers_change_to_a_settled_example(setup, people, ow
     response = api.post(f"/api/v1/examples/{example.pk}/retract/")
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "example.settled"
+
+
+def test_the_validate_page_shows_todays_verdicts_and_a_campaigns_quota(client, setup, people):
+    from tests.factories import CampaignFactory, CampaignWorkerFactory
+
+    task, context = setup
+    examples = [make_example(task, context, people["writer"], model_wrong=True) for _ in "123"]
+    validate(examples[0], people["a"], "correct")
+    client.force_login(people["a"])
+    html = client.get("/tasks/sentiment/validate").content.decode()
+    assert 'id="progress-line" data-validated="1"' in html and "1</strong> verdict given" in html
+    campaign = CampaignFactory(task=task, kind="validate", quota=5)
+    crowd = CampaignWorkerFactory(campaign=campaign)
+    validation_submit(
+        example_id=examples[1].pk, actor=Actor(campaign_worker=crowd), label="correct"
+    )
+    client.logout()
+    session = client.session
+    session.update({"campaign_worker_id": crowd.pk, "campaign_id": campaign.pk})
+    session.save()
+    html = client.get("/tasks/sentiment/validate").content.decode()
+    assert 'data-done="1" data-quota="5"' in html and "1 of 5" in html

@@ -19,3 +19,16 @@ def test_the_health_latency_is_rounded(client):
     html = client.get(f"/models/{model.pk}/").content.decode()
     assert "3.3 ms" in html
     assert "3.27198" not in html
+
+
+def test_the_admins_model_list_shows_it_rounded_too(client, admin_user_obj):
+    model = ModelFactory(
+        task=TaskFactory(code="sentiment"),
+        last_health_at=timezone.now(),
+        last_health_latency_ms=87.41239,
+    )
+    client.force_login(admin_user_obj)
+    html = client.get("/admin/models_hub/model/").content.decode()
+    assert model.name in html and "87 ms" in html and "87.41239" not in html
+    change = client.get(f"/admin/models_hub/model/{model.pk}/change/").content.decode()
+    assert "87 ms" in change and "87.41239" not in change
