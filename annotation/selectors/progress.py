@@ -54,17 +54,18 @@ def worker_progress(task: Task, actor: Actor, *, now: datetime | None = None) ->
     column, actor_id = actor.id_column()
     if actor.is_campaign:
         return _campaign_progress(task, actor, since)
-    rows = Example.objects.filter(
-        **{column: actor_id}, task=task, created_at__gte=since, retracted=False
-    ).order_by()
-    # Sliced, the aggregate reads at most PROGRESS_CAP rows of the index range.
-    counts = rows.values("id")[:PROGRESS_CAP].aggregate(
-        written=Count("id"), fooled=Count("id", filter=Q(model_wrong=True))
+    # One range of the index, at most PROGRESS_CAP rows deep; counted here.
+    verdicts = list(
+        Example.objects.filter(
+            **{column: actor_id}, task=task, created_at__gte=since, retracted=False
+        )
+        .order_by()
+        .values_list("model_wrong", flat=True)[:PROGRESS_CAP]
     )
     return WorkerProgress(
-        written_today=counts["written"],
-        fooled_today=counts["fooled"],
-        capped=counts["written"] >= PROGRESS_CAP,
+        written_today=len(verdicts),
+        fooled_today=sum(1 for model_wrong in verdicts if model_wrong),
+        capped=len(verdicts) >= PROGRESS_CAP,
     )
 
 

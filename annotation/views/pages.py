@@ -210,8 +210,6 @@ def example_page(request, task, example, *, from_post=False, quota_reached=False
                 page["config"], example.context.data if example.context else None
             ),
             "goal_label": example.goal_label,
-            # After a submission the line counts the new example: one query.
-            "progress": worker_progress(task, request.actor) if from_post else None,
         }
     )
     return render(request, "annotation/example.html", page)

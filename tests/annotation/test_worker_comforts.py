@@ -121,9 +121,11 @@ def test_the_progress_line_counts_todays_examples(client, worker, sentiment_mode
     line = re.search(r'<p[^>]*id="progress-line".*?</p>', html, re.DOTALL).group(0)
     assert 'data-written="1" data-fooled="1"' in line
     assert "1</strong> example written" in line and "fooled the model" in line
-    # The page after a submission counts the new example.
+    # The verdict page shows the verdict, not the line (it would cost every submission a
+    # query); the next create page counts the new example.
     html = submit(client, "sentiment", statement="The food was fine.", label="neutral")
-    assert 'data-written="2"' in html.content.decode()
+    assert 'id="progress-line"' not in html.content.decode()
+    assert 'data-written="2"' in open_form(client, "sentiment")["html"]
 
 
 def test_a_campaign_worker_sees_the_quota(client, sentiment_model, owner):

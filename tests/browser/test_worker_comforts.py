@@ -196,6 +196,7 @@ def test_the_progress_line_counts_the_days_examples(
     page.check("input[name=label][value=negative]")
     page.click("#submit-example")
     page.wait_for_selector("#verdict-fooled, #verdict-not-fooled")
+    page.goto(f"{live_server.url}/tasks/sentiment/create")
     text = page.locator("#progress-line").inner_text()
     assert "Today: 2 examples written, 1 fooled the model" in " ".join(text.split())
     screenshot(page, "worker-progress")
