@@ -14,7 +14,11 @@ from django.urls import path, reverse
 
 from leaderboards.forms import DatasetUploadForm
 from leaderboards.models import Dataset, EvaluationRun, RunStatus
-from leaderboards.services.datasets import dataset_generate_perturbation, dataset_import
+from leaderboards.services.datasets import (
+    dataset_copies_follow,
+    dataset_generate_perturbation,
+    dataset_import,
+)
 from leaderboards.services.runs import evaluation_run_retry, evaluation_runs_for_dataset
 from tasks.admin import OwnerScopedAdmin
 from tasks.errors import ServiceError
@@ -35,10 +39,24 @@ class DatasetAdmin(OwnerScopedAdmin):
     ]
     list_filter = ["task", "access_type", "perturbation_kind"]
     search_fields = ["name", "slug"]
-    fields = ["name", "access_type", "round", "description", "source_url", "weight"]
+    fields = [
+        "name",
+        "access_type",
+        "inputs_to_others",
+        "round",
+        "description",
+        "source_url",
+        "weight",
+    ]
     actions = ["generate_robustness", "generate_fairness", "evaluate_again"]
     # As the upload form does: a source URL typed without a scheme is https.
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        # Copies are hidden when their original is, and send their inputs where it does.
+        if obj.perturbation_of_id is None:
+            dataset_copies_follow(obj)
 
     def get_urls(self):
         own = [

@@ -129,6 +129,7 @@ class DatasetListView(APIView):
             weight=data.get("weight"),
             perturbation_of=data["perturbation_of"] or None,
             perturbation_kind=data.get("perturbation_kind", ""),
+            inputs_to_others=data.get("inputs_to_others"),
             user=request.user,
         )
         dataset = dataset_get_visible(task, dataset.slug, request.user)
@@ -180,14 +181,20 @@ class DatasetExamplesView(APIView):
 
 
 def run_body(run, user, progress=None) -> dict:
-    """The run page's facts: progress, and the score unless the dataset is hidden from you."""
+    """The run page's facts: progress, and the score unless the dataset is sealed for you.
+
+    ``run`` comes from the run selectors, masked for ``user`` on a sealed dataset: then the
+    body names no dataset and holds no score and no failed count (``sealed`` is true).
+    """
     can_manage = model_can_edit(run.model, user)
-    score = run_visible_score(run, user)
-    body = {
+    sealed = getattr(run, "sealed", False)
+    score = None if sealed else run_visible_score(run, user)
+    return {
         "id": run.pk,
         "model": run.model_id,
         "model_name": run.model.name,
-        "dataset": run.dataset.slug,
+        "dataset": None if sealed else run.dataset.slug,
+        "sealed": sealed,
         "status": run.status,
         "trigger": run.trigger,
         "total": run.total,
@@ -202,7 +209,6 @@ def run_body(run, user, progress=None) -> dict:
         "can_manage": can_manage,
         "score": ScoreSerializer(score).data if score is not None else None,
     }
-    return body
 
 
 def _edits_model(user, model) -> bool:

@@ -14,7 +14,14 @@ Perturbed copies
     generated with ``dataset_generate_perturbation`` (``leaderboards.perturb``, seeded, so the
     same seed gives the same rows). Generated copies perturb the worker-written text fields
     (statement, hypothesis, question...), not the owner's contexts. A copy is evaluated as
-    its own run (``leaderboards.services.runs``).
+    its own run (``leaderboards.services.runs``). A copy of a hidden dataset is hidden, and
+    every copy sends its inputs where its original does (``inputs_to_others``).
+
+Inputs to others' models
+    ``inputs_to_others`` says whether the inputs may go to the endpoints of models whose
+    owner does not own the task. Left out (None), a new dataset takes the default of its
+    access type (no for hidden, yes otherwise); a replaced one keeps its choice, except that
+    it turns to no when the dataset becomes hidden.
 """
 
 from __future__ import annotations
@@ -87,6 +94,7 @@ def dataset_import(
     weight: float | None = None,
     perturbation_of: Dataset | str | None = None,
     perturbation_kind: str = "",
+    inputs_to_others: bool | None = None,
     user=None,
     evaluate: bool = True,
 ) -> Dataset:
@@ -133,6 +141,11 @@ def dataset_import(
                 + ("a perturbed copy" if dataset.perturbation_of_id else "an original dataset"),
                 code="dataset.slug_taken",
             )
+        if original is not None and original.access_type == AccessType.HIDDEN:
+            access_type = AccessType.HIDDEN
+        dataset.inputs_to_others = _inputs_to_others(
+            dataset if replacing else None, access_type, inputs_to_others
+        )
         dataset.name = name
         dataset.access_type = access_type
         dataset.round = round_
@@ -164,6 +177,8 @@ def dataset_import(
         else:
             dataset.row_count = count
             dataset.save(update_fields=["row_count", "updated_at"])
+            if original is None:
+                dataset_copies_follow(dataset)
             if replacing and original is None:
                 for copy in dataset.perturbations.filter(generated=True):
                     _regenerate(copy, config)
@@ -173,6 +188,27 @@ def dataset_import(
         raise upload_error(errors, "upload")
     logger.info("dataset %s imported into %s: %s rows", slug, task.code, count)
     return dataset
+
+
+def _inputs_to_others(existing: Dataset | None, access_type: str, choice: bool | None) -> bool:
+    """Return the ``inputs_to_others`` of an uploaded dataset (see the module)."""
+    if choice is not None:
+        return bool(choice)
+    if access_type == AccessType.HIDDEN and (
+        existing is None or existing.access_type != AccessType.HIDDEN
+    ):
+        return False
+    if existing is not None:
+        return existing.inputs_to_others
+    return access_type != AccessType.HIDDEN
+
+
+def dataset_copies_follow(original: Dataset) -> None:
+    """Make the perturbed copies of ``original`` hidden when it is, and share its inputs rule."""
+    copies = original.perturbations.all()
+    copies.update(inputs_to_others=original.inputs_to_others)
+    if original.access_type == AccessType.HIDDEN:
+        copies.exclude(access_type=AccessType.HIDDEN).update(access_type=AccessType.HIDDEN)
 
 
 def _write_examples(
@@ -308,6 +344,7 @@ def dataset_generate_perturbation(
             )
         copy.name = f"{dataset.name} ({kind})"
         copy.access_type = dataset.access_type
+        copy.inputs_to_others = dataset.inputs_to_others
         copy.round = dataset.round
         copy.description = f"{kind.capitalize()} perturbation of {dataset.name}, seed {seed!r}."
         copy.config_version_id = task.current_config_id

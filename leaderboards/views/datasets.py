@@ -81,6 +81,7 @@ class DatasetDetailView(View):
             "rows": detail.rows,
             "is_owner": detail.is_owner,
             "shows_gold": detail.shows_gold,
+            "inputs_to_others": detail.inputs_to_others,
             "perturbations": detail.perturbations,
             "perturb_form": PerturbationForm() if detail.is_owner else None,
         }
