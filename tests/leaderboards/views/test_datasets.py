@@ -101,3 +101,35 @@ def test_hidden_datasets_and_gold_invisible_to_non_owners(client, task, owner):
     assert "Secret set" in board
     page = client.get(url("model", model.pk)).content.decode()
     assert "Secret set" in page and "GOLDLABELXYZ" in page
+
+
+@pytest.mark.django_db
+def test_the_dataset_page_says_where_its_inputs_go(client, eval_task, eval_owner):
+    import_sentiment(eval_task, 2, evaluate=False, slug="open")
+    import_sentiment(eval_task, 2, evaluate=False, slug="secret", access_type="hidden")
+    client.force_login(eval_owner)
+
+    def sentence(slug: str) -> str:
+        html = client.get(reverse("leaderboards:dataset_detail", args=["sentiment", slug]))
+        start = html.content.decode().index('data-testid="inputs-to-others"')
+        return html.content.decode()[start : start + 200]
+
+    assert "every registered model" in sentence("open")
+    assert "only to the models of the task's owners" in sentence("secret")
+
+
+@pytest.mark.django_db
+def test_the_upload_page_asks_where_the_inputs_go(client, eval_task, eval_owner):
+    client.force_login(eval_owner)
+    response = client.post(
+        reverse("leaderboards:dataset_upload", args=["sentiment"]),
+        {
+            "file": io.BytesIO(jsonl(sentiment_rows(2)).getvalue()),
+            "name": "Secret",
+            "slug": "secret",
+            "access_type": "hidden",
+            "inputs_to_others": "yes",
+        },
+    )
+    assert response.status_code == 302, response.content[-2000:]
+    assert Dataset.objects.get(slug="secret").inputs_to_others is True
