@@ -7,7 +7,9 @@ Every refusal is a ``tasks.errors.ServiceError`` with a stable code; permission 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +32,7 @@ from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
 from models_hub.transport import RetryPolicy
 from tasks.config import TaskConfig
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyRequests
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
 from tasks.selectors import round_current
@@ -105,8 +107,48 @@ def _full_clean(model: Model) -> None:
         )
 
 
+REGISTRATION_WINDOW = timedelta(days=1)
+
+
+def _check_registration_rate(task: Task, owner) -> None:
+    """Refuse a registration beyond ``MODELS_HUB_REGISTRATIONS_PER_DAY`` per user and task.
+
+    Every model evaluated on a task's datasets learns something of them, so registering many
+    models to probe a test set must not scale. The task's owners are not limited; 0 turns
+    the limit off. Raises ``TooManyRequests`` (429) with ``wait_seconds``.
+    """
+    limit = int(getattr(settings, "MODELS_HUB_REGISTRATIONS_PER_DAY", 0) or 0)
+    if limit <= 0 or can_manage_task(owner, task):
+        return
+    now = timezone.now()
+    recent = list(
+        Model.objects.filter(task=task, owner=owner, created_at__gte=now - REGISTRATION_WINDOW)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)[:limit]
+    )
+    if len(recent) < limit:
+        return
+    wait = max(1, math.ceil((recent[-1] + REGISTRATION_WINDOW - now).total_seconds()))
+    raise TooManyRequests(
+        f"you registered {limit} models for this task in the last 24 hours, the most "
+        f"allowed; try again in {_duration(wait)}",
+        code="model.registration_limit",
+        details={"limit": limit, "wait_seconds": wait},
+    )
+
+
+def _duration(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    if hours:
+        return f"{hours} h {rest // 60} min"
+    return f"{max(1, math.ceil(rest / 60))} min"
+
+
 def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: Any) -> Model:
     """Register a model for ``task`` owned by ``owner`` and queue a first health check.
+
+    At most ``MODELS_HUB_REGISTRATIONS_PER_DAY`` per user and task, the task's owners apart
+    (``model.registration_limit``, 429).
 
     ``in_loop`` puts the model in the loop of the task's current round (its latest open one).
     Left out (None), it is on when ``owner`` owns the task and the model has an endpoint, and
@@ -119,6 +161,7 @@ def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: 
     manages = can_manage_task(owner, task)
     if in_loop and not manages:
         raise PermissionDenied("only the task's owners choose the models in the loop")
+    _check_registration_rate(task, owner)
     protocol = fields.get("protocol", Protocol.DYNATASK)
     fields["endpoint_url"] = model_check_endpoint(protocol, fields.get("endpoint_url", ""))
     fields["auth_token"] = (fields.get("auth_token") or "").strip()

@@ -38,6 +38,13 @@ class Conflict(ServiceError):
     status = 409
 
 
+class TooManyRequests(ServiceError):
+    """A rate limit refused the request; ``details["wait_seconds"]`` says when to try again."""
+
+    code = "throttled"
+    status = 429
+
+
 class InvalidUpload(ServiceError):
     """An upload failed validation; ``details["errors"]`` lists ``{line, path, code, message}``."""
 

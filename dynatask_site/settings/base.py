@@ -257,6 +257,8 @@ AXES_RESET_ON_SUCCESS = True
 # Entries: hostnames ("localhost"), addresses ("127.0.0.1") or networks ("10.0.0.0/8").
 MODELS_HUB_ALLOWED_HOSTS = env_list("MODELS_HUB_ALLOWED_HOSTS", "")
 MODELS_HUB_MAX_RESPONSE_BYTES = int(os.environ.get("MODELS_HUB_MAX_RESPONSE_BYTES", 2_000_000))
+# Models one user may register per task in 24 hours (the task's owners apart; 0: no limit).
+MODELS_HUB_REGISTRATIONS_PER_DAY = int(os.environ.get("MODELS_HUB_REGISTRATIONS_PER_DAY", "5"))
 # Seconds between the periodic health checks of every registered model (RQ cron).
 MODELS_HUB_HEALTH_INTERVAL = int(os.environ.get("MODELS_HUB_HEALTH_INTERVAL", "60"))
 

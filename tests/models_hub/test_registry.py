@@ -232,3 +232,25 @@ def test_registration_announces_the_model_after_commit(
         assert received == [model.pk]
     finally:
         model_registered.disconnect(receiver)
+
+
+@override_settings(MODELS_HUB_REGISTRATIONS_PER_DAY=2)
+def test_registrations_per_user_and_task_are_limited(task, owner, user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tasks.errors import TooManyRequests
+
+    first, _ = register(task, user, name="a"), register(task, user, name="b")
+    with pytest.raises(TooManyRequests) as caught:
+        register(task, user, name="c")
+    assert caught.value.code == "model.registration_limit" and caught.value.status == 429
+    assert 0 < caught.value.details["wait_seconds"] <= 86_400
+    # Another task, and the task's owners, are not counted against it.
+    assert register(TaskFactory(owners=[owner]), user, name="c").pk
+    assert [register(task, owner, name=f"own-{n}").pk for n in range(3)]
+    # A day after the first registration, one more is allowed.
+    a_day_ago = timezone.now() - timedelta(days=1, seconds=1)
+    Model.objects.filter(pk=first.pk).update(created_at=a_day_ago)
+    assert register(task, user, name="c").pk

@@ -204,3 +204,14 @@ def test_admin_health_action_enqueues(web, model, admin_user_obj, redis_connecti
     assert response.status_code == 302
     # Enqueued after commit: in this test transaction, run the captured callbacks.
     assert django_rq.get_queue("default").count in (0, 1)
+
+
+def test_registrations_beyond_the_daily_limit_are_a_form_error(web, task, user, settings):
+    settings.MODELS_HUB_REGISTRATIONS_PER_DAY = 1
+    web.force_login(user)
+    url = reverse("models_hub:register", args=[task.code])
+    assert web.post(url, form_data(name="first")).status_code == 302
+    response = web.post(url, form_data(name="second"))
+    assert response.status_code == 200
+    assert "in the last 24 hours" in response.content.decode()
+    assert Model.objects.count() == 1
