@@ -297,6 +297,10 @@ PERIODIC_JOBS = [
 # --- Leaderboards --------------------------------------------------------------------------
 # Memory of the reference instance: memory enters the Dynascore as "memory saved" (GB).
 LEADERBOARD_INSTANCE_MEMORY_GB = float(os.environ.get("LEADERBOARD_INSTANCE_MEMORY_GB", "16"))
+# Fair evaluation (``leaderboards.services.scheduling``): how many shard jobs of one model run
+# at once, and how long one job sends before the model gives its turn to the others.
+EVAL_SHARDS_PER_MODEL = int(os.environ.get("EVAL_SHARDS_PER_MODEL", "1"))
+EVAL_SHARD_SLICE_SECONDS = float(os.environ.get("EVAL_SHARD_SLICE_SECONDS", "30"))
 # Seconds a computed leaderboard page is reused (keyed by viewer, weights and data version).
 LEADERBOARD_CACHE_SECONDS = int(os.environ.get("LEADERBOARD_CACHE_SECONDS", "300"))
 

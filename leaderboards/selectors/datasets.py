@@ -60,6 +60,13 @@ def dataset_inputs_to_others(dataset: Dataset) -> bool:
     return source.inputs_to_others
 
 
+# The refusal of a run whose dataset keeps its inputs from the model (the code is stable).
+INPUTS_PRIVATE = "run.inputs_private"
+INPUTS_PRIVATE_MESSAGE = (
+    "the task's owners send the inputs of this dataset only to their own models"
+)
+
+
 def task_owner_ids(task: Task) -> set[int]:
     """Return the ids of the users who own ``task`` (superusers excepted: check them apart)."""
     return set(task.owners.values_list("pk", flat=True))

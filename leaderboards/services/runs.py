@@ -20,7 +20,12 @@ from django.db import transaction
 
 from leaderboards import jobs
 from leaderboards.models import Dataset, EvaluationRun, EvaluationShard, RunStatus, RunTrigger
-from leaderboards.selectors.datasets import dataset_inputs_go_to, task_owner_ids
+from leaderboards.selectors.datasets import (
+    INPUTS_PRIVATE,
+    INPUTS_PRIVATE_MESSAGE,
+    dataset_inputs_go_to,
+    task_owner_ids,
+)
 from models_hub.models import Model, ModelStatus
 from models_hub.selectors import model_can_edit
 from tasks.errors import PermissionDenied, ServiceError
@@ -30,11 +35,6 @@ from tasks.errors import PermissionDenied, ServiceError
 # queries cost a tenth of the throughput. Shards resume where they stopped, so a larger
 # shard loses nothing on a retry.
 DEFAULT_SHARD_SIZE = 10_000
-
-INPUTS_PRIVATE = "run.inputs_private"
-INPUTS_PRIVATE_MESSAGE = (
-    "the task's owners send the inputs of this dataset only to their own models"
-)
 
 
 def _require_inputs_allowed(model: Model, dataset: Dataset) -> None:
