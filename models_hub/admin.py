@@ -1,7 +1,7 @@
 """Admin for registered models: owners of a task see its models; superusers see all.
 
 The token is write-only (a password input that never renders its value), saving goes through
-``models_hub.services``, and "Check health now" enqueues health checks on the default queue.
+``models_hub.services``, and "Check health now" enqueues health checks on the health queue.
 """
 
 from __future__ import annotations

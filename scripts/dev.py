@@ -215,6 +215,8 @@ def command_run(options: argparse.Namespace) -> None:
                 "--worker-class",
                 "leaderboards.jobs.EvalWorker",
             ],
+            # Model health checks, apart: a probe never waits behind an evaluation shard.
+            ["rqworker", "health"],
         ]
         for index, worker in enumerate(workers):
             processes.start(f"worker-{index}", [str(PYTHON), "manage.py", *worker], env)

@@ -198,6 +198,8 @@ RQ_QUEUES = {
     "live": {**_REDIS, "DEFAULT_TIMEOUT": 60, "DEFAULT_RESULT_TTL": 600},
     # Evaluation shards and finalize jobs.
     "eval": {**_REDIS, "DEFAULT_TIMEOUT": 3600, "DEFAULT_RESULT_TTL": 3600},
+    # Model health checks: their own worker, so a probe never waits behind an evaluation.
+    "health": {**_REDIS, "DEFAULT_TIMEOUT": 300, "DEFAULT_RESULT_TTL": 300},
     "default": {**_REDIS, "DEFAULT_TIMEOUT": 600, "DEFAULT_RESULT_TTL": 3600},
 }
 # No django_rq queue admin: its fake Queue model has no table and needs django_rq.urls.
@@ -289,7 +291,7 @@ ANNOTATION_LIVE_RESULT_TTL = int(os.environ.get("ANNOTATION_LIVE_RESULT_TTL", "6
 # The periodic jobs that ``manage.py run_cron`` registers with RQ's cron scheduler:
 # (dotted path of the job function, queue, interval in seconds).
 PERIODIC_JOBS = [
-    ("models_hub.jobs.health_check_all_job", "default", MODELS_HUB_HEALTH_INTERVAL),
+    ("models_hub.jobs.health_check_all_job", "health", MODELS_HUB_HEALTH_INTERVAL),
     ("annotation.stats.buffer.counters_flush_job", "live", ANNOTATION_COUNTER_FLUSH_SECONDS),
     ("annotation.live.watchdog.live_watchdog_job", "live", ANNOTATION_LIVE_WATCHDOG_SECONDS),
 ]

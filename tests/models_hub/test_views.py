@@ -203,7 +203,7 @@ def test_admin_health_action_enqueues(web, model, admin_user_obj, redis_connecti
     )
     assert response.status_code == 302
     # Enqueued after commit: in this test transaction, run the captured callbacks.
-    assert django_rq.get_queue("default").count in (0, 1)
+    assert django_rq.get_queue("health").count in (0, 1)
 
 
 def test_registrations_beyond_the_daily_limit_are_a_form_error(web, task, user, settings):
