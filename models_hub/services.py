@@ -92,8 +92,20 @@ def model_check_endpoint(protocol: str, endpoint_url: str) -> str:
     return endpoint_url
 
 
-def _full_clean(model: Model) -> None:
-    """Run the field validators; turn Django's ValidationError into a ServiceError."""
+def read_timeout_problem(read_timeout: float | None, cap: float) -> str:
+    """Return why ``read_timeout`` is refused under ``cap`` (seconds), or ""."""
+    if read_timeout is None or read_timeout <= cap:
+        return ""
+    return (
+        f"The read timeout is at most {cap:g} s for this model; "
+        "ask the site's staff to raise its cap."
+    )
+
+
+def _full_clean(model: Model, *, check_cap: bool = True) -> None:
+    """Run the field validators and (``check_cap``) the read-timeout cap; turn failures into
+    a ServiceError."""
+    details: dict[str, list[str]] = {}
     try:
         model.full_clean(validate_unique=False, validate_constraints=False)
     except ValidationError as error:
@@ -102,9 +114,17 @@ def _full_clean(model: Model) -> None:
         }
         # The token field's own messages never quote the value, but keep it out regardless.
         details.pop("auth_token", None)
-        raise ServiceError(
-            "the model registration is not valid", code="model.invalid", details=details
-        )
+    problem = ""
+    if check_cap:
+        cap = selectors.model_read_timeout_cap(model)
+        problem = read_timeout_problem(model.read_timeout, cap)
+    if problem and "read_timeout" not in details:
+        details["read_timeout"] = [problem]
+    if details:
+        message = "the model registration is not valid"
+        if list(details) == ["read_timeout"]:
+            message = details["read_timeout"][0]
+        raise ServiceError(message, code="model.invalid", details=details)
 
 
 REGISTRATION_WINDOW = timedelta(days=1)
@@ -243,7 +263,8 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
         changed.append("auth_token")
     if not changed:
         return model
-    _full_clean(model)
+    # A stored timeout above a cap set later stands until it is changed (calls use the lower).
+    _full_clean(model, check_cap="read_timeout" in changed)
     try:
         with transaction.atomic():
             # update_fields: a concurrent publish toggle or health write is never overwritten.
@@ -256,6 +277,22 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
         from models_hub import jobs
 
         transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+    return model
+
+
+def model_set_read_timeout_cap(model: Model, user, cap: float | None) -> Model:
+    """Set ``model``'s own cap on its read timeout (None: the site's cap); staff with the
+    ``models_hub.raise_read_timeout`` permission only (superusers have it)."""
+    if not (user and user.is_authenticated and user.has_perm("models_hub.raise_read_timeout")):
+        raise PermissionDenied("only the site's staff change a model's read-timeout cap")
+    if cap is not None and not 0.1 <= cap <= 600:
+        message = "a model's read-timeout cap is between 0.1 and 600 s"
+        raise ServiceError(message, code="model.invalid", details={"read_timeout_cap": [message]})
+    if model.read_timeout_cap == cap:
+        return model
+    # A cap below the stored read timeout is allowed: calls use the lower of the two.
+    model.read_timeout_cap = cap
+    model.save(update_fields=["read_timeout_cap", "updated_at"])
     return model
 
 

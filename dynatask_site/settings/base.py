@@ -259,6 +259,9 @@ AXES_RESET_ON_SUCCESS = True
 # Entries: hostnames ("localhost"), addresses ("127.0.0.1") or networks ("10.0.0.0/8").
 MODELS_HUB_ALLOWED_HOSTS = env_list("MODELS_HUB_ALLOWED_HOSTS", "")
 MODELS_HUB_MAX_RESPONSE_BYTES = int(os.environ.get("MODELS_HUB_MAX_RESPONSE_BYTES", 2_000_000))
+# The most a model's read timeout may be, in seconds: a slow endpoint holds a worker that
+# long per batch. Staff raise it per model (the ``raise_read_timeout`` permission).
+MODELS_HUB_READ_TIMEOUT_CAP = float(os.environ.get("MODELS_HUB_READ_TIMEOUT_CAP", "60"))
 # Models one user may register per task in 24 hours (the task's owners apart; 0: no limit).
 MODELS_HUB_REGISTRATIONS_PER_DAY = int(os.environ.get("MODELS_HUB_REGISTRATIONS_PER_DAY", "5"))
 # Seconds between the periodic health checks of every registered model (RQ cron).

@@ -254,3 +254,28 @@ def test_registrations_per_user_and_task_are_limited(task, owner, user):
     a_day_ago = timezone.now() - timedelta(days=1, seconds=1)
     Model.objects.filter(pk=first.pk).update(created_at=a_day_ago)
     assert register(task, user, name="c").pk
+
+
+def test_the_read_timeout_is_capped_and_staff_raise_one_models_cap(task, user, settings):
+    from django.contrib.auth.models import Permission
+
+    settings.MODELS_HUB_READ_TIMEOUT_CAP = 60
+    with pytest.raises(ServiceError) as caught:
+        register(task, user, read_timeout=61)
+    assert caught.value.code == "model.invalid" and "at most 60 s" in caught.value.message
+    assert list(caught.value.details) == ["read_timeout"]
+    model = register(task, user, read_timeout=60)
+    with pytest.raises(PermissionDenied):
+        services.model_set_read_timeout_cap(model, user, 300)
+    staff = UserFactory(username="staff", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="raise_read_timeout"))
+    staff = type(staff).objects.get(pk=staff.pk)  # permissions are cached per instance
+    services.model_set_read_timeout_cap(model, staff, 300)
+    services.model_update_card(model, user, read_timeout=300)
+    assert selectors.endpoint_spec(model).read_timeout == 300
+    # A cap lowered later: calls use it at once; the stored value stands until changed.
+    services.model_set_read_timeout_cap(model, staff, None)
+    assert selectors.endpoint_spec(model).read_timeout == 60
+    services.model_update_card(model, user, description="still slow")
+    with pytest.raises(ServiceError):
+        services.model_update_card(model, user, read_timeout=120)
