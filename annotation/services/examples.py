@@ -23,6 +23,7 @@ from annotation.services.guards import (
     example_locked,
     issues_or_raise,
     require_creator,
+    require_unsettled,
     retry_on_deadlock,
 )
 from annotation.stats import counters
@@ -164,6 +165,7 @@ def example_set_worker_verdict(example: Example, actor: Actor, model_wrong: bool
             raise Conflict("the verdict is already recorded", code="verdict.recorded")
         if locked.retracted:
             raise Conflict("the example was retracted", code="example.retracted")
+        require_unsettled(locked)
         locked.model_wrong = bool(model_wrong)
         locked.verdict_source = VerdictSource.WORKER
         locked.save(update_fields=["model_wrong", "verdict_source", "updated_at"])
@@ -184,6 +186,7 @@ def example_save_metadata(example: Example, actor: Actor, data: Mapping) -> Exam
         locked = example_locked(example.pk)
         if locked.retracted:
             raise Conflict("the example was retracted", code="example.retracted")
+        require_unsettled(locked)
         locked.metadata = dict(data)
         locked.save(update_fields=["metadata", "updated_at"])
     return locked
@@ -197,6 +200,7 @@ def example_retract(example: Example, actor: Actor) -> Example:
         locked = example_locked(example.pk)
         if locked.retracted:
             return locked
+        require_unsettled(locked)
         locked.retracted = True
         locked.save(update_fields=["retracted", "updated_at"])
         counters_add_on_commit(counters.example_retracted(locked))
@@ -210,6 +214,7 @@ def example_flag(example: Example, actor: Actor, reason: str = "") -> Example:
         locked = example_locked(example.pk)
         if locked.creator_flagged:
             return locked
+        require_unsettled(locked)
         locked.creator_flagged = True
         locked.creator_flag_reason = (reason or "")[:MAX_FLAG_REASON]
         locked.flag_count = F("flag_count") + 1

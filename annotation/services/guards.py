@@ -9,8 +9,8 @@ import logging
 from django.db import OperationalError, transaction
 
 from annotation.actors import Actor
-from annotation.models import Example
-from tasks.errors import NotFound, PermissionDenied, ServiceError
+from annotation.models import Example, ValidationState
+from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,18 @@ def is_creator(example: Example, actor: Actor) -> bool:
 def require_creator(example: Example, actor: Actor) -> None:
     if not is_creator(example, actor):
         raise PermissionDenied("only the example's writer can do this")
+
+
+SETTLED_MESSAGE = (
+    "This example is settled: its writer can no longer change it. The task's owners review "
+    "settled examples."
+)
+
+
+def require_unsettled(example: Example) -> None:
+    """Refuse a writer's change to a settled example (``Conflict`` ``example.settled``)."""
+    if example.validation_state != ValidationState.PENDING:
+        raise Conflict(SETTLED_MESSAGE, code="example.settled")
 
 
 def example_locked(example_id: int, *related: str) -> Example:

@@ -550,3 +550,55 @@ def test_a_prepared_queue_query_is_planned_with_its_values_and_walks_the_partial
         finally:
             cursor.execute("DEALLOCATE next_to_validate")
     assert "example_validation_queue" in plan, plan
+
+
+# -- settled examples are final for their writer ----------
+@pytest.mark.parametrize("state", ["correct", "incorrect", "flagged"])
+def test_a_settled_example_refuses_its_writers_changes_and_keeps_the_stats(
+    client, setup, people, owner, state
+):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    owner_review_submit(example_id=example.pk, user=owner, label=state)
+    before = (writer_stats(task, people["writer"]).rejected, round_stats(task).validated)
+    writer = Actor(user=people["writer"])
+    calls = [
+        lambda: services.example_retract(example, writer),
+        lambda: services.example_flag(example, writer, "second thoughts"),
+        lambda: services.example_save_metadata(example, writer, {}),
+    ]
+    for call in calls:
+        with pytest.raises(Conflict) as refused:
+            call()
+        assert refused.value.code == "example.settled"
+    example.refresh_from_db()
+    assert (example.retracted, example.creator_flagged, example.validation_state) == (
+        False,
+        False,
+        state,
+    )
+    assert (writer_stats(task, people["writer"]).rejected, round_stats(task).validated) == before
+    # The page says why, and nothing changes; the owners still act through the review queue.
+    client.force_login(people["writer"])
+    response = client.post(
+        f"/tasks/sentiment/examples/{example.pk}/retract", headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200 and "settled" in response.content.decode()
+    example.refresh_from_db()
+    assert not example.retracted
+    owner_review_submit(example_id=example.pk, user=owner, label="correct")
+    example.refresh_from_db()
+    assert example.validation_state == "correct"
+
+
+def test_the_api_refuses_a_writers_change_to_a_settled_example(setup, people, owner):
+    from rest_framework.test import APIClient
+
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    owner_review_submit(example_id=example.pk, user=owner, label="incorrect")
+    api = APIClient()
+    api.force_authenticate(people["writer"])
+    response = api.post(f"/api/v1/examples/{example.pk}/retract/")
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "example.settled"
