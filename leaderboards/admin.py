@@ -14,15 +14,12 @@ from django.urls import path, reverse
 
 from leaderboards.forms import DatasetUploadForm
 from leaderboards.models import Dataset, EvaluationRun, RunStatus
-from leaderboards.services.datasets import (
-    dataset_copies_follow,
-    dataset_generate_perturbation,
-    dataset_import,
-)
+from leaderboards.services.datasets import dataset_copies_follow, dataset_generate_perturbation
 from leaderboards.services.runs import evaluation_run_retry, evaluation_runs_for_dataset
+from leaderboards.services.uploads import dataset_upload
 from tasks.admin import OwnerScopedAdmin
 from tasks.errors import ServiceError
-from tasks.models import Task
+from tasks.models import Task, UploadJob
 from tasks.permissions import is_task_owner
 
 
@@ -77,19 +74,16 @@ class DatasetAdmin(OwnerScopedAdmin):
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                dataset = dataset_import(
-                    task,
-                    upload.file,
-                    filename=upload.name,
-                    user=request.user,
-                    **form.import_arguments(),
-                )
+                result = dataset_upload(task, upload, user=request.user, **form.import_arguments())
             except ServiceError as error:
-                errors = error.details.get("errors", [])
+                errors = error.details.get("errors", []) if isinstance(error.details, dict) else []
                 messages.error(request, error.message)
             else:
-                messages.success(request, f"Imported {dataset.row_count} examples.")
-                return redirect(reverse("admin:leaderboards_dataset_change", args=[dataset.pk]))
+                if isinstance(result, UploadJob):
+                    messages.info(request, "The file is big: a job imports it; follow it here.")
+                    return redirect(reverse("tasks:upload", args=[result.pk]))
+                messages.success(request, f"Imported {result.row_count} examples.")
+                return redirect(reverse("admin:leaderboards_dataset_change", args=[result.pk]))
         context = {
             **self.admin_site.each_context(request),
             "title": f"Upload a dataset: {task.name}",

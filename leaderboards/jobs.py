@@ -8,7 +8,9 @@ Job functions live at module level, take ids, are idempotent and return JSON-rea
   (``leaderboards.services.scheduling``);
 - ``finalize_run_job(run_id)``: compute the Score once every shard is done (the last shard
   claims the run with a conditional update, so it is enqueued exactly once);
-- ``rescore_task_job(task_id)``: recompute a task's scores from stored predictions.
+- ``rescore_task_job(task_id)``: recompute a task's scores from stored predictions;
+- ``dataset_import_job(upload_id)`` (``default``, queued by ``tasks.jobs.enqueue_upload``):
+  import a big dataset upload, all or nothing, with its progress page.
 
 Enqueueing happens after the transaction commits (``services`` use ``on_commit``), so a
 worker never looks for rows that are not visible yet. A failing shard job is marked failed
@@ -45,7 +47,9 @@ from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus
 from leaderboards.services import scheduling
 from leaderboards.services.scores import run_finalize, scores_recompute_for_task
 from leaderboards.services.shards import shard_fail
+from leaderboards.services.uploads import dataset_upload_import
 from tasks.models import Task
+from tasks.services import upload_job_run
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +79,11 @@ def rescore_task_job(task_id: int) -> dict[str, Any]:
     if task is None:
         return {"status": "missing"}
     return {"status": "done", "scores": scores_recompute_for_task(task)}
+
+
+def dataset_import_job(upload_id: int) -> dict[str, Any]:
+    """Import the dataset of upload job ``upload_id`` (``tasks.models.UploadJob``)."""
+    return upload_job_run(upload_id, dataset_upload_import)
 
 
 def on_shard_failure(job, connection, exc_type, exc_value, traceback) -> None:

@@ -45,6 +45,13 @@ class TooManyRequests(ServiceError):
     status = 429
 
 
+class UploadTooLarge(ServiceError):
+    """An uploaded file is over the size cap; ``details["max_bytes"]`` names the cap."""
+
+    code = "upload.too_large"
+    status = 413
+
+
 class InvalidUpload(ServiceError):
     """An upload failed validation; ``details["errors"]`` lists ``{line, path, code, message}``."""
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tasks.views import docs
+from tasks.views import docs, uploads
 from tasks.views import pages as views
 
 app_name = "tasks"
@@ -12,4 +12,8 @@ urlpatterns = [
     path("propose/", views.TaskProposalView.as_view(), name="propose"),
     path("profile/", views.ProfileView.as_view(), name="profile"),
     path("docs/<slug:slug>/", docs.DocumentationView.as_view(), name="documentation"),
+    path("uploads/<int:pk>/", uploads.UploadJobView.as_view(), name="upload"),
+    path(
+        "uploads/<int:pk>/progress", uploads.UploadJobProgressView.as_view(), name="upload_progress"
+    ),
 ]

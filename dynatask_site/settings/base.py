@@ -309,6 +309,14 @@ EVAL_SHARD_SLICE_SECONDS = float(os.environ.get("EVAL_SHARD_SLICE_SECONDS", "30"
 # Seconds a computed leaderboard page is reused (keyed by viewer, weights and data version).
 LEADERBOARD_CACHE_SECONDS = int(os.environ.get("LEADERBOARD_CACHE_SECONDS", "300"))
 
+# --- Uploads (datasets, contexts) ----------------------------------------------------------
+# A file over UPLOAD_INLINE_MAX_BYTES is imported by an RQ job (with a progress page), not
+# in its request; any file over UPLOAD_MAX_BYTES, or over UPLOAD_MAX_ROWS rows, is refused
+# (0: no cap).
+UPLOAD_INLINE_MAX_BYTES = int(os.environ.get("UPLOAD_INLINE_MAX_BYTES", str(5 * 1024 * 1024)))
+UPLOAD_MAX_BYTES = int(os.environ.get("UPLOAD_MAX_BYTES", str(1024 * 1024 * 1024)))
+UPLOAD_MAX_ROWS = int(os.environ.get("UPLOAD_MAX_ROWS", "2000000"))
+
 # Salt for anonymised worker ids in exports.
 EXPORT_WORKER_ID_SALT = os.environ.get("EXPORT_WORKER_ID_SALT", "")
 

@@ -3,7 +3,9 @@
 Datasets
     ``dataset_import`` streams a JSON Lines or CSV file (``tasks.uploads``), checks every line
     against the task config (``tasks.config.values.check_dataset_row``) and writes rows with
-    ``bulk_create`` in batches inside one transaction. The first bad line stops the writing,
+    ``bulk_create`` in batches inside one transaction (at most ``UPLOAD_MAX_ROWS`` rows; a
+    big file is imported by a job: ``leaderboards.services.uploads.dataset_upload``). The
+    first bad line stops the writing,
     not the checking; up to 100 problems are collected, each naming its line, and the
     transaction is rolled back (``InvalidUpload``). Re-uploading a slug replaces its rows and
     re-evaluates. ``DatasetExample.inputs`` holds exactly ``config.model_input_names`` (``uid``
@@ -47,6 +49,8 @@ from tasks.config.values import check_dataset_row
 from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tasks.models import Task
 from tasks.permissions import can_manage_task
+from tasks.services import upload_max_rows
+from tasks.upload_streams import capped_records
 from tasks.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
 
 logger = logging.getLogger(__name__)
@@ -167,9 +171,8 @@ def dataset_import(
         original_uids = (
             set(original.examples.values_list("uid", flat=True)) if original is not None else None
         )
-        count = _write_examples(
-            dataset, config, iter_records(stream, fmt), fmt, errors, perturbed, original_uids
-        )
+        records = capped_records(iter_records(stream, fmt), upload_max_rows())
+        count = _write_examples(dataset, config, records, fmt, errors, perturbed, original_uids)
         if not errors and count == 0:
             errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
         if errors:

@@ -66,6 +66,11 @@ MATRIX: dict[str, Check] = {
     "tasks:propose": row(L, L, 200, 200, 200, 200, 200),
     "tasks:profile": row(L, L, 200, 200, 200, 200, 200),
     "tasks:documentation": everyone(200, kwargs=lambda w: {"slug": "task-config"}),
+    # A big upload imported by a job: its page and status are for the task's owners.
+    "tasks:upload": row(404, 404, 404, 404, 404, 200, 200, kwargs=lambda w: {"pk": w.upload.pk}),
+    "tasks:upload_progress": row(
+        404, 404, 404, 404, 404, 200, 200, kwargs=lambda w: {"pk": w.upload.pk}
+    ),
     # models hub
     "models_hub:detail": everyone(200),
     "models_hub:edit": row(L, L, 403, 403, 403, 200, 200),
@@ -146,6 +151,9 @@ MATRIX: dict[str, Check] = {
     "api:context-sample": row(401, 401, 200, 200, 200, 200, 200),
     # Uploads are multipart: a JSON body is refused (415) once the caller may upload at all.
     "api:context-upload": row(401, 401, 403, 403, 403, 415, 415, method=P),
+    "api:upload-detail": row(
+        404, 404, 404, 404, 404, 200, 200, kwargs=lambda w: {"pk": w.upload.pk}
+    ),
     "api:model-list": everyone(200),
     "api:model-detail": everyone(200),
     "api:model-publish": row(

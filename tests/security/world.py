@@ -63,6 +63,7 @@ class World:
     worker_model: Any = None
     hidden_run: Any = None
     proposal: Any = None
+    upload: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -131,6 +132,7 @@ def build_world(with_datasets: bool = True) -> World:
     if with_datasets:
         _add_leaderboard_objects(world)
     _add_proposal(world)
+    _add_upload(world)
     return world
 
 
@@ -273,6 +275,21 @@ def set_hidden_figures(world: World, version: int) -> None:
     )
     Prediction.objects.filter(run=world.hidden_run).update(
         output={"label": figures["label"], "prob": {figures["label"]: 1.0}}
+    )
+
+
+def _add_upload(world: World) -> None:
+    """A big contexts upload that a job imported (its page and API status are the owners')."""
+    from tasks.models import UploadJob, UploadKind, UploadStatus
+
+    world.upload = UploadJob.objects.create(
+        task=world.task,
+        kind=UploadKind.CONTEXTS,
+        user=world.users["owner"],
+        filename="contexts.jsonl",
+        size=100,
+        status=UploadStatus.DONE,
+        rows=2,
     )
 
 
