@@ -412,3 +412,23 @@ def test_a_dataset_upload_without_the_choice_takes_the_default(clients, api_task
         )
         assert response.status_code == 201, response.content
         assert response.json()["inputs_to_others"] is expected
+
+
+def test_a_big_dataset_upload_answers_202_and_the_caps_a_clear_error(clients, api_task, settings):
+    settings.UPLOAD_INLINE_MAX_BYTES = 100
+    url = f"/api/v1/tasks/{api_task.code}/datasets/"
+    body = {"file": _file(sentiment_rows(20)), "name": "Big"}
+    response = clients["owner"].post(url, body, format="multipart")
+    assert response.status_code == 202, response.content
+    upload = response.json()
+    assert (upload["kind"], upload["status"], upload["task"]) == ("dataset", "queued", "api-task")
+    assert clients["owner"].get(upload["url"]).json()["id"] == upload["id"]
+    assert_error(clients["worker"].get(upload["url"]), 404)
+    settings.UPLOAD_INLINE_MAX_BYTES = 10**9
+    settings.UPLOAD_MAX_ROWS = 10
+    body = {"file": _file(sentiment_rows(20)), "name": "Big"}
+    error = assert_error(clients["owner"].post(url, body, format="multipart"), 400)
+    assert error["details"]["errors"][-1]["code"] == "upload.E030"
+    settings.UPLOAD_MAX_BYTES = 50
+    body = {"file": _file(sentiment_rows(20)), "name": "Big"}
+    assert_error(clients["owner"].post(url, body, format="multipart"), 413, "upload.too_large")
