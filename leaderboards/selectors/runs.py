@@ -29,9 +29,7 @@ from tasks.errors import NotFound
 from tasks.permissions import can_manage_task, can_view_task
 
 SEALED_DATASET_LABEL = "a hidden dataset"
-SEALED_ERROR_MESSAGE = (
-    "the evaluation on a hidden dataset stopped; the task's owners see why and can retry it"
-)
+SEALED_ERROR_MESSAGE = "the evaluation on a hidden dataset stopped; the task's owners see why"
 # Errors of the model's own endpoint, whose messages its owner sees on a sealed run.
 MODEL_ERROR_PREFIX = "model."
 # Runs on a sealed dataset (``dataset_is_sealed`` as a filter).
