@@ -9,8 +9,9 @@ standing in for inference):
   (``--concurrency`` threads calling ``models_hub.client.predict``), nothing stored; it runs
   just before and just after the worker, and their mean is the reference;
 - ``ours``: one process builds the dataset, the model and the run (``evaluation_run_create``,
-  default shard size); then a fresh worker process runs the evaluation jobs: ``eval_shard_job``
-  for every shard, then ``finalize_run_job``, exactly as the eval queue would. examples/s
+  default shard size); then a fresh worker process runs the evaluation jobs: each shard's
+  work (``shard_execute``, what ``eval_shard_job`` runs once its model has a slot), then
+  ``finalize_run_job``. examples/s
   counts the shard jobs (reading, sending, writing predictions);
 - memory: the same worker run at 10k and at 100k examples, each in a fresh process that only
   runs the jobs (as an eval worker does); the peak resident memory (``VmHWM``) of the two
