@@ -20,7 +20,7 @@ from crispy_forms.helper import FormHelper
 from crispy_forms.layout import HTML, Div, Field, Fieldset, Layout
 from crispy_forms.utils import render_crispy_form
 from django import forms
-from django.core import signing
+from django.core import signing, validators
 from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
@@ -29,6 +29,9 @@ from annotation.models import ValidationLabel
 from tasks.config.types import FieldSpec, FieldType, TaskConfig, Verdict
 
 STARTED_AT_SALT = "annotation.started_at"
+# Radio buttons carrying this attribute are picked with the number keys (static/annotation/
+# shortcuts.js numbers them in page order); the attribute's value names the group.
+SHORTCUT_GROUP_ATTR = "data-shortcut-group"
 MAX_TIME_SPENT_MS = 24 * 3600 * 1000
 
 
@@ -116,9 +119,47 @@ def _common(spec: FieldSpec) -> dict[str, Any]:
     }
 
 
+TOO_LONG_MESSAGE = (
+    "This is %(show_value)d characters long; the limit is %(limit_value)d. "
+    "Please shorten it and submit again."
+)
+
+
+class LimitedTextField(forms.CharField):
+    """A config ``string`` whose ``max_length`` is counted on the page and checked here.
+
+    The widget carries ``data-max-length`` (the page's counter reads it) instead of the
+    ``maxlength`` attribute, with which a browser cuts a paste at the limit without a word.
+    Line breaks count as one character, as the page counts them (a browser sends CR LF).
+    """
+
+    def __init__(self, *, max_length: int | None = None, **kwargs):
+        super().__init__(max_length=max_length, **kwargs)
+        if max_length is not None:
+            self.validators = [
+                validator
+                for validator in self.validators
+                if not isinstance(validator, validators.MaxLengthValidator)
+            ]
+            self.validators.append(
+                validators.MaxLengthValidator(int(max_length), message=TOO_LONG_MESSAGE)
+            )
+
+    def widget_attrs(self, widget):
+        attrs = super().widget_attrs(widget)
+        limit = attrs.pop("maxlength", None)
+        if limit is not None:
+            attrs["data-max-length"] = limit
+        return attrs
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return value.replace("\r\n", "\n") if value else value
+
+
 def build_string(spec: FieldSpec) -> forms.Field:
     rows = 4 if spec.multiline else 2
-    return forms.CharField(
+    return LimitedTextField(
         max_length=spec.max_length,
         widget=forms.Textarea(attrs={"rows": rows, "placeholder": spec.placeholder}),
         **_common(spec),
@@ -223,6 +264,9 @@ class CreateForm(ConfigForm):
         goal = config.goal_field
         if goal is not None and goal_label and goal.name in self.fields:
             self.fields[goal.name].initial = goal_label
+        shortcut_field = self.label_choice_field()
+        if shortcut_field is not None:
+            shortcut_field.widget.attrs[SHORTCUT_GROUP_ATTR] = "label"
         if not self.is_bound and "started_at" not in self.initial:
             self.initial["started_at"] = sign_started_at()
         self.helper.layout = Layout(
@@ -236,6 +280,18 @@ class CreateForm(ConfigForm):
                 css_class="d-flex flex-wrap mt-2",
             ),
         )
+
+    def label_choice_field(self) -> forms.Field | None:
+        """The field the number keys choose in (``1`` its first choice...): the goal field,
+        else the first single choice shown as radio buttons; None when there is none."""
+        goal = self.config.goal_field
+        names = [goal.name] if goal is not None else []
+        names += [spec.name for spec in self.specs if spec.type == FieldType.MULTICLASS]
+        for name in names:
+            field = self.fields.get(name)
+            if field is not None and isinstance(field.widget, forms.RadioSelect):
+                return field
+        return None
 
 
 class MetadataForm(ConfigForm):
@@ -354,7 +410,10 @@ class ValidateForm(ConfigForm):
     """
 
     label = forms.ChoiceField(
-        choices=ValidationLabel.choices, widget=forms.RadioSelect, label="Your verdict"
+        choices=ValidationLabel.choices,
+        # The number keys pick a verdict: 1 correct, 2 incorrect, 3 flag (shortcuts.js).
+        widget=forms.RadioSelect(attrs={SHORTCUT_GROUP_ATTR: "verdict"}),
+        label="Your verdict",
     )
     example_id = forms.IntegerField(widget=forms.HiddenInput)
     # The config version the example was written under: the POST is checked against it

@@ -163,7 +163,8 @@ class Example(models.Model):
                 condition=Q(validation_state="pending", retracted=False),
             ),
             models.Index(fields=["task", "round", "created_at"], name="example_task_round"),
-            models.Index(fields=["user", "task"], name="example_user_task"),
+            # A user's examples of a task, by day (the create page's progress line).
+            models.Index(fields=["user", "task", "created_at"], name="example_worker_day"),
             models.Index(fields=["context", "validation_state"], name="example_context_state"),
             # The JSON Lines export walks a task's (or a round's) examples by id (keyset).
             models.Index(fields=["task", "id"], name="example_task_keyset"),

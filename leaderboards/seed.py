@@ -5,6 +5,11 @@ For each original dataset the perturbed copies named by the task's delta metrics
 generated (seeded). With ``options.evaluate`` every new dataset is evaluated on the task's
 models that have an endpoint (runs go to the eval queue; progress shows on the run pages).
 Idempotent: existing datasets are left alone.
+
+Then each demo task's predictions-file model (``models_hub.demo.catalog``) is scored the way a
+submitter without a server is: its handler runs here over every dataset of the task, offline,
+and its outputs are uploaded as one predictions file per dataset (``predictions_import``).
+Datasets it already has a finished run on are skipped; nothing is scored with ``--no-evaluate``.
 """
 
 from __future__ import annotations
@@ -16,8 +21,12 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from leaderboards.models import Dataset
+from leaderboards.models import Dataset, EvaluationRun, RunStatus
 from leaderboards.services.datasets import dataset_generate_perturbation, dataset_import
+from leaderboards.services.predictions import predictions_import
+from models_hub.demo.catalog import DemoModel, predictions_file_models
+from models_hub.seed import demo_owner, ensure_demo_model
+from models_hub.server import load_handler
 from tasks.demo_registry import SeedOptions, register_seeder
 from tasks.errors import ServiceError
 from tasks.models import Task
@@ -230,3 +239,57 @@ def seed_datasets(options: SeedOptions) -> None:
             access_type="scoring",
             round_number=1,
         )
+
+
+def predictions_file(handler, dataset: Dataset, output_names) -> io.BytesIO:
+    """Return the JSON Lines predictions file of ``handler`` on ``dataset`` (one line per
+    example: its uid and the config's output fields)."""
+    examples = list(dataset.examples.order_by("position").values_list("uid", "inputs"))
+    batch_size = getattr(handler, "batch_size", None) or 256
+    rows = []
+    for first in range(0, len(examples), batch_size):
+        chunk = examples[first : first + batch_size]
+        outputs = handler.predict([dict(inputs) for _uid, inputs in chunk])
+        for (uid, _inputs), output in zip(chunk, outputs, strict=True):
+            rows.append({"uid": uid, **{name: output[name] for name in output_names}})
+    return _jsonl(iter(rows))
+
+
+def _score_from_files(spec: DemoModel, task: Task, owner, options: SeedOptions) -> None:
+    datasets = list(Dataset.objects.filter(task=task).order_by("id"))
+    config = task.config
+    if not datasets or config is None:
+        return
+    model = ensure_demo_model(task, owner, spec, protocol="none", endpoint_url="")
+    scored = set(
+        EvaluationRun.objects.filter(model=model, status=RunStatus.DONE).values_list(
+            "dataset_id", flat=True
+        )
+    )
+    handler = None
+    for dataset in datasets:
+        if dataset.pk in scored:
+            continue
+        handler = handler or load_handler(spec.handler, **spec.kwargs)
+        payload = predictions_file(handler, dataset, config.output_names)
+        predictions_import(
+            model, dataset, payload, filename=f"{spec.key}-{dataset.slug}.jsonl", user=owner
+        )
+        options.say(f"scored {model.name} on {task.code}/{dataset.slug} from a predictions file")
+
+
+@register_seeder(order=30)
+def seed_predictions_files(options: SeedOptions) -> None:
+    """Score each demo task's predictions-file model on every dataset of the task (not with
+    ``evaluate`` off: scoring is evaluation, done here rather than queued)."""
+    owner = demo_owner()
+    if owner is None or not options.evaluate:
+        return
+    for spec in predictions_file_models():
+        task = Task.objects.select_related("current_config").filter(code=spec.task).first()
+        if task is None:
+            continue
+        try:
+            _score_from_files(spec, task, owner, options)
+        except ServiceError as error:
+            options.say(f"cannot score {spec.name} for {spec.task}: {error.message}")

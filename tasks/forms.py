@@ -1,8 +1,10 @@
-"""Forms of the tasks app (admin builder and the public proposal form)."""
+"""Forms of the tasks app (admin builder, the public proposal form, self-sign-up)."""
 
 from __future__ import annotations
 
 from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UserCreationForm
 from django.urls import reverse_lazy
 
 from tasks.config import ConfigIssue, TaskConfig, TaskConfigError, parse_task_config
@@ -187,3 +189,20 @@ class TaskProposalForm(forms.ModelForm):
     class Meta:
         model = TaskProposal
         fields = ["code", "name", "description", "config_yaml"]
+
+
+class SignUpForm(UserCreationForm):
+    """A worker's own account: a username, an optional email and the password twice.
+
+    Django's ``AUTH_PASSWORD_VALIDATORS`` run on the password (``UserCreationForm``); a
+    username is refused when one differing only in case exists.
+    """
+
+    email = forms.EmailField(
+        required=False,
+        help_text="Optional: only to reset a forgotten password.",
+    )
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username", "email")

@@ -206,6 +206,31 @@ class TaskProposal(models.Model):
         return f"proposal {self.code} ({self.status})"
 
 
+class SiteSettings(models.Model):
+    """Site-wide switches that an admin changes in the admin: a single row (pk 1).
+
+    Read through ``tasks.accounts.site_settings_get`` (cached); with no row yet, the defaults
+    come from the Django settings (``SIGNUP_OPEN_DEFAULT``).
+    """
+
+    SINGLETON_PK = 1
+
+    signup_open = models.BooleanField(
+        "self-sign-up open",
+        default=True,
+        help_text="Anyone may create a worker account on the sign-up page. Turn it off to "
+        "create accounts in the admin only; existing accounts keep working.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "site settings"
+        verbose_name_plural = "site settings"
+
+    def __str__(self) -> str:
+        return "Site settings"
+
+
 class UploadKind(models.TextChoices):
     DATASET = "dataset", "Dataset"
     CONTEXTS = "contexts", "Contexts"

@@ -1,7 +1,7 @@
 """Writes of the annotation app.
 
 - ``examples``: a worker's example (submit, ask the model again, verdict, metadata,
-  retract, flag) and the showing of a context;
+  retract, flag and its undo) and the showing of a context;
 - ``answers``: what goes to the model and what its answer stores;
 - ``validations``: validations, consensus and the owners' verdicts;
 - ``guards``: the rules every write shares (invalid input, the writer, row locks, retries).

@@ -1,5 +1,5 @@
 """A worker's examples: submit, ask the model again, the writer's verdict, metadata,
-retract and flag; and the showing of a context.
+retract, flag and unflag; and the showing of a context.
 
 An example is saved first (status ``awaiting_model``, with its round and config version) in
 one INSERT; the live loop asks the model after the commit (``annotation.live.queue``), and
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from django.db import transaction
 from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from annotation.actors import Actor
@@ -31,7 +32,7 @@ from annotation.stats.buffer import counters_add, counters_add_on_commit
 from models_hub.models import Model
 from models_hub.selectors import model_pick_for_round
 from tasks.config.values import check_metadata, check_worker_input
-from tasks.errors import Conflict, NotFound, PermissionDenied
+from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Context, Round, Task
 
 MAX_FLAG_REASON = 500
@@ -208,16 +209,48 @@ def example_retract(example: Example, actor: Actor) -> Example:
 
 
 def example_flag(example: Example, actor: Actor, reason: str = "") -> Example:
-    """Flag one's own example for the owners' review (counted once in ``flag_count``)."""
+    """Flag one's own example for the owners' review (counted once in ``flag_count``).
+
+    ``reason`` is optional; one over ``MAX_FLAG_REASON`` characters is refused
+    (``flag.reason_too_long``), never cut. Flagging a flagged example changes nothing.
+    """
     require_creator(example, actor)
+    reason = (reason or "").strip()
+    if len(reason) > MAX_FLAG_REASON:
+        raise ServiceError(
+            f"The reason is {len(reason)} characters long; the limit is {MAX_FLAG_REASON}.",
+            code="flag.reason_too_long",
+        )
     with transaction.atomic():
         locked = example_locked(example.pk)
         if locked.creator_flagged:
             return locked
         require_unsettled(locked)
         locked.creator_flagged = True
-        locked.creator_flag_reason = (reason or "")[:MAX_FLAG_REASON]
+        locked.creator_flag_reason = reason
         locked.flag_count = F("flag_count") + 1
+        locked.save(
+            update_fields=["creator_flagged", "creator_flag_reason", "flag_count", "updated_at"]
+        )
+        locked.refresh_from_db(fields=["flag_count"])
+    return locked
+
+
+def example_unflag(example: Example, actor: Actor) -> Example:
+    """Take back one's own flag: ``flag_count`` moves back by the one the flag added.
+
+    Under the row lock, so a flag and its undo racing each other count once at most;
+    unflagging an example that is not flagged changes nothing.
+    """
+    require_creator(example, actor)
+    with transaction.atomic():
+        locked = example_locked(example.pk)
+        if not locked.creator_flagged:
+            return locked
+        locked.creator_flagged = False
+        locked.creator_flag_reason = ""
+        # The creator's flag is one of the flags counted: the count is at least 1 here.
+        locked.flag_count = Greatest(F("flag_count") - 1, 0)
         locked.save(
             update_fields=["creator_flagged", "creator_flag_reason", "flag_count", "updated_at"]
         )

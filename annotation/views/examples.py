@@ -1,5 +1,5 @@
 """One example's page, its status part (htmx polls it while the model answers), and the
-writer's actions on it: retry, verdict, metadata, retract, flag."""
+writer's actions on it: retry, verdict, metadata, retract, flag and its undo."""
 
 from __future__ import annotations
 
@@ -113,7 +113,20 @@ def example_retract(request, task, example):
 
 @_example_action
 def example_flag(request, task, example):
-    return services.example_flag(example, request.actor, request.POST.get("reason", ""))
+    reason = request.POST.get("reason", "")
+    try:
+        return services.example_flag(example, request.actor, reason)
+    except ServiceError as error:
+        if not request.headers.get("HX-Request"):
+            raise
+        # htmx swaps 2xx answers only: the refusal comes back in the part, the reason kept.
+        extra = {"error": error.message, "flag_open": True, "flag_reason": reason}
+        return pages.status_part(request, task, example, extra=extra)
+
+
+@_example_action
+def example_unflag(request, task, example):
+    return services.example_unflag(example, request.actor)
 
 
 @_example_action

@@ -22,7 +22,9 @@ from annotation.forms import (
     output_items,
 )
 from annotation.models import ExampleStatus
+from annotation.selectors.progress import worker_progress
 from annotation.selectors.tasks import round_loop_state
+from annotation.services.examples import MAX_FLAG_REASON
 from annotation.views.access import campaign_done_url, slow_model_seconds
 
 PREFS_KEY = "annotation_prefs"
@@ -125,6 +127,7 @@ def create_page(
     page = {
         "round": round_,
         "context": context,
+        "progress": worker_progress(task, request.actor),
         "context_items": context_items(config, context.data if context else None),
         **form_part(task, config, context, form, goal_label),
         **extra,
@@ -135,7 +138,7 @@ def create_page(
 # -- one example ----------
 # The example's own actions, each at its page's URL plus the action's name (``urls.py``
 # builds their routes from this list): one ``reverse`` gives every link of the page.
-EXAMPLE_ACTIONS = ("status", "retry", "verdict", "metadata", "retract", "flag")
+EXAMPLE_ACTIONS = ("status", "retry", "verdict", "metadata", "retract", "flag", "unflag")
 
 
 def example_urls(task, example) -> dict[str, str]:
@@ -193,6 +196,7 @@ def example_context(task, example, *, metadata_form=None, quota_reached=False) -
         else None,
         "next_url": next_url,
         "quota_reached": quota_reached,
+        "flag_reason_max": MAX_FLAG_REASON,
     }
 
 
@@ -206,6 +210,8 @@ def example_page(request, task, example, *, from_post=False, quota_reached=False
                 page["config"], example.context.data if example.context else None
             ),
             "goal_label": example.goal_label,
+            # After a submission the line counts the new example: one query.
+            "progress": worker_progress(task, request.actor) if from_post else None,
         }
     )
     return render(request, "annotation/example.html", page)

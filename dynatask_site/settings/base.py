@@ -254,6 +254,13 @@ AXES_COOLOFF_TIME = 0.25  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 
+# --- Self-sign-up ---------------------------------------------------------------------------
+# Whether people may create their own account, until an admin sets it in the admin's
+# "Site settings" (the row, once saved, decides).
+SIGNUP_OPEN_DEFAULT = env_bool("DYNATASK_SIGNUP_OPEN", True)
+# New accounts one address may create within an hour (0: no limit).
+SIGNUP_RATE_LIMIT = int(os.environ.get("DYNATASK_SIGNUP_RATE_LIMIT", "10"))
+
 # --- Models hub ------------------------------------------------------------------------
 # Hosts/networks a model endpoint may reach even though they are loopback/private.
 # Entries: hostnames ("localhost"), addresses ("127.0.0.1") or networks ("10.0.0.0/8").
@@ -324,8 +331,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    # A 403 is an expected refusal: one line, never a traceback.
+    "filters": {"forbidden_on_one_line": {"()": "dynatask_site.log_filters.ForbiddenOnOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "rq.worker": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "rq.worker": {"level": "WARNING"},
+        "django.request": {"filters": ["forbidden_on_one_line"]},
+    },
 }
 from dynatask_site.settings.api import *  # noqa: E402,F403

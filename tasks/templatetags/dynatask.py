@@ -26,3 +26,30 @@ def percent(value, digits: int = 1):
     if value is None:
         return "—"
     return f"{float(value) * 100:.{digits}f}%"
+
+
+@register.simple_tag
+def signup_open() -> bool:
+    """Whether self-sign-up is open (``{% signup_open as open %}``; cached, no query)."""
+    from tasks.accounts import signup_is_open
+
+    return signup_is_open()
+
+
+@register.filter
+def latency(milliseconds) -> str:
+    """Format a latency for people: "0.42 ms", "3.1 ms", "87 ms", "1.2 s" (blank for none)."""
+    if milliseconds is None or milliseconds == "":
+        return ""
+    try:
+        value = float(milliseconds)
+    except (TypeError, ValueError):
+        return ""
+    # Each bound is where the finer format would round up to the coarser one's first value.
+    if value >= 999.5:
+        return f"{value / 1000:.1f} s"
+    if value >= 9.95:
+        return f"{value:.0f} ms"
+    if value >= 0.995:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms"

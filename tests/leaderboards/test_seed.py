@@ -1,6 +1,7 @@
 """End to end: ``seed_demo --model-url sentiment=<demo server>`` with evaluation on, then the
 eval queue run by a burst RQ worker, gives the demo sentiment model a Score on every scoring
-demo dataset and a row on the leaderboard (real PostgreSQL, Redis and model server)."""
+demo dataset and a row on the leaderboard (real PostgreSQL, Redis and model server); with
+every demo model served, each demo task's leaderboard ranks at least three models."""
 
 from __future__ import annotations
 
@@ -14,10 +15,16 @@ from django.http import QueryDict
 from leaderboards.models import AccessType, Dataset, EvaluationRun, RunStatus, Score
 from leaderboards.selectors.boards import leaderboard_datasets, leaderboard_table
 from leaderboards.tables.query import parse_leaderboard_query
+from models_hub.demo.catalog import (
+    DEMO_MODELS,
+    DEMO_TASKS,
+    SERVED,
+    demo_model,
+    predictions_file_models,
+)
 from models_hub.demo.sentiment import SentimentHandler
 from models_hub.models import Model
-from models_hub.seed import DEMO_MODELS
-from models_hub.server import make_server
+from models_hub.server import load_handler, make_server
 from tasks.models import Task
 from tests.leaderboards.evalkit import run_worker
 
@@ -38,7 +45,7 @@ def test_seeded_demo_model_is_scored_and_ranked(sentiment_server, redis_connecti
     call_command("seed_demo", f"--model-url=sentiment={sentiment_server.url}", stdout=out)
     assert "healthy" in out.getvalue(), out.getvalue()
     task = Task.objects.get(code="sentiment")
-    model = Model.objects.get(task=task, name=DEMO_MODELS["sentiment"]["name"])
+    model = Model.objects.get(task=task, name=demo_model("sentiment").name)
     runs = EvaluationRun.objects.filter(model=model)
     assert runs.exists(), "seed_demo queued no evaluation"
 
@@ -71,3 +78,70 @@ def test_seeded_demo_model_is_scored_and_ranked(sentiment_server, redis_connecti
     assert row is not None, [row.model_name for row in table.rows]
     assert row.model_name == model.name
     assert row.dynascore is not None
+
+
+@pytest.fixture
+def demo_servers():
+    """Every served demo model of the catalog on a loopback port of its own."""
+    servers = {
+        model.key: make_server(load_handler(model.handler, **model.kwargs), "127.0.0.1", 0)
+        for model in DEMO_MODELS
+        if model.kind == SERVED
+    }
+    for server in servers.values():
+        server.start_in_thread()
+    yield {key: server.url for key, server in servers.items()}
+    for server in servers.values():
+        server.shutdown()
+        server.server_close()
+
+
+def ranked(task: Task) -> list:
+    user = AnonymousUser()
+    datasets = leaderboard_datasets(task, user)
+    query = parse_leaderboard_query(QueryDict(""), task.config, datasets)
+    table = leaderboard_table(
+        task, weights=query.weights, sort=query.sort, user=user, datasets=datasets
+    )
+    assert table.error is None, table.error
+    return table.rows
+
+
+def test_every_demo_task_ranks_at_least_three_models(demo_servers, redis_connection):
+    """The demo's leaderboards rank something out of the box: three served models per task,
+    and the predictions-file model scored from the file the seeder generated."""
+    arguments = [f"--model-url={key}={url}" for key, url in demo_servers.items()]
+    out = io.StringIO()
+    call_command("seed_demo", *arguments, stdout=out)
+    run_worker()
+    for code in DEMO_TASKS:
+        task = Task.objects.get(code=code)
+        rows = ranked(task)
+        scored = [row for row in rows if row.dynascore is not None]
+        assert len(scored) >= 3, (code, [(row.model_name, row.dynascore) for row in rows])
+        [spec] = predictions_file_models(code)
+        from_file = Model.objects.get(task=task, name=spec.name)
+        assert from_file.protocol == "none" and from_file.is_published
+        for dataset in Dataset.objects.filter(task=task):
+            run = EvaluationRun.objects.get(model=from_file, dataset=dataset)
+            assert (run.status, run.trigger) == (RunStatus.DONE, "predictions_upload")
+            assert run.done == dataset.row_count and run.failed_count == 0
+        assert from_file.pk in [row.model_id for row in rows]
+    assert "from a predictions file" in out.getvalue()
+
+    # Again: nothing new is scored, no run is added.
+    runs = EvaluationRun.objects.count()
+    out = io.StringIO()
+    call_command("seed_demo", *arguments, stdout=out)
+    assert "from a predictions file" not in out.getvalue()
+    assert EvaluationRun.objects.filter(trigger="predictions_upload").count() == sum(
+        Dataset.objects.filter(task__code=code).count() for code in DEMO_TASKS
+    )
+    assert EvaluationRun.objects.count() == runs
+
+
+def test_no_predictions_file_is_scored_without_evaluation():
+    call_command("seed_demo", "--no-evaluate", stdout=io.StringIO())
+    assert not EvaluationRun.objects.exists()
+    names = {spec.name for spec in predictions_file_models()}
+    assert not Model.objects.filter(name__in=names).exists()

@@ -65,6 +65,8 @@ MATRIX: dict[str, Check] = {
     "tasks:detail": everyone(200),
     "tasks:propose": row(L, L, 200, 200, 200, 200, 200),
     "tasks:profile": row(L, L, 200, 200, 200, 200, 200),
+    # Sign-up: visitors get the form (open by default); a signed-in user goes home.
+    "tasks:signup": row(200, 200, R, R, R, R, R),
     "tasks:documentation": everyone(200, kwargs=lambda w: {"slug": "task-config"}),
     # A big upload imported by a job: its page and status are for the task's owners.
     "tasks:upload": row(404, 404, 404, 404, 404, 200, 200, kwargs=lambda w: {"pk": w.upload.pk}),
@@ -84,6 +86,7 @@ MATRIX: dict[str, Check] = {
     "annotation:example_status": row(L, 404, 200, 404, 404, 200, 200),
     # Only the writer acts on an example; owners see it but cannot act for the writer.
     "annotation:example_flag": row(L, 404, R, 404, 404, R, R, method=P),
+    "annotation:example_unflag": row(L, 404, R, 404, 404, R, R, method=P),
     "annotation:example_metadata": row(L, 404, R, 404, 404, R, R, method=P),
     "annotation:example_retract": row(L, 404, R, 404, 404, R, R, method=P),
     "annotation:example_retry": row(L, 404, R, 404, 404, R, R, method=P),
@@ -291,6 +294,14 @@ ADMIN_FAMILIES: dict[str, dict[str, tuple]] = {
         "history": (L, L, L, 403, 403, 403, 200),
         "delete": (L, L, L, 403, 403, 403, 200),
     },
+    # The site settings: one row that superusers change (the list opens it); no add, no delete.
+    "superuser_singleton": {
+        "changelist": (L, L, L, 403, 403, 403, R),
+        "add": (L, L, L, 403, 403, 403, 403),
+        "change": (L, L, L, 403, 403, 403, 200),
+        "history": (L, L, L, 403, 403, 403, 200),
+        "delete": (L, L, L, 403, 403, 403, 403),
+    },
     # Logs (axes) and the RQ dashboard: superusers read, nobody adds.
     "superuser_readonly": {
         "changelist": (L, L, L, 403, 403, 403, 200),
@@ -348,6 +359,10 @@ ADMIN_MODELS: dict[str, tuple[str, object]] = {
     "tasks.round": ("owned_superuser_adds", lambda w: w.round),
     "tasks.context": ("owned_no_add", lambda w: w.context),
     "tasks.taskproposal": ("superuser_no_add", lambda w: w.proposal),
+    "tasks.sitesettings": (
+        "superuser_singleton",
+        lambda w: __import__("tasks.accounts", fromlist=["x"]).site_settings_get(),
+    ),
     "models_hub.model": ("owned_owner_adds", lambda w: w.model),
     "annotation.example": ("owned_no_add", lambda w: w.example),
     "annotation.campaign": ("owned_owner_adds", lambda w: w.campaign),

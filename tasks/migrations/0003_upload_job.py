@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks', '0001_initial'),
+        ('tasks', '0002_site_settings'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
