@@ -9,7 +9,7 @@ from cached counters, because money depends on them.
 
 from __future__ import annotations
 
-import csv
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +23,7 @@ from annotation.actors import Actor
 from annotation.models import Campaign, CampaignWorker, Example, Validation, ValidationState
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add_on_commit
+from tasks.csv_export import csv_lines
 from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 
@@ -315,36 +316,20 @@ CSV_HEADER = (
 )
 
 
-def csv_safe(value) -> str:
-    """Neutralise spreadsheet formulas: prefix cells starting with = + - @ (or tab/CR)."""
-    text = "" if value is None else str(value)
-    if text and text[0] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + text
-    return text
-
-
-class _Echo:
-    """A file-like object whose write returns the line, for streaming csv.writer output."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
 def campaign_csv_lines(campaign: Campaign) -> Iterator[str]:
-    """Yield the bonus CSV of a campaign, line by line (header first)."""
-    writer = csv.writer(_Echo())
-    yield writer.writerow(CSV_HEADER)
-    for row in campaign_worker_rows(campaign):
-        yield writer.writerow(
-            [
-                csv_safe(row.external_id),
-                row.examples,
-                row.verified_fooling_examples,
-                row.validations,
-                f"{row.time_spent_ms / 1000:.1f}",
-                row.completed_at.isoformat() if row.completed_at else "",
-            ]
-        )
+    """Yield the bonus CSV of a campaign, line by line (header first); cells are made safe."""
+    rows = (
+        [
+            row.external_id,
+            row.examples,
+            row.verified_fooling_examples,
+            row.validations,
+            round(row.time_spent_ms / 1000, 1),
+            row.completed_at.isoformat() if row.completed_at else "",
+        ]
+        for row in campaign_worker_rows(campaign)
+    )
+    return csv_lines(itertools.chain([CSV_HEADER], rows))
 
 
 def campaign_require_worker(actor: Actor | None, campaign: Campaign) -> CampaignWorker:

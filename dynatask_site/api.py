@@ -26,7 +26,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import UserRateThrottle
 
+from dynatask_site.parsers import JSONNestedTooDeep
 from tasks import errors as service_errors
+from tasks.bounded_json import MAX_JSON_DEPTH
 
 # --- the error shape -----------------------------------------------------------------------
 
@@ -69,6 +71,7 @@ def error_response(code: str, message: str, status_code: int, details: Any = Non
 
 
 _DRF_CODES = {
+    JSONNestedTooDeep: "json_too_deep",
     exceptions.NotAuthenticated: "not_authenticated",
     exceptions.AuthenticationFailed: "authentication_failed",
     exceptions.PermissionDenied: "permission_denied",
@@ -125,6 +128,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             message = f"the request is not valid: {first}"
     elif isinstance(exc, exceptions.Throttled):
         details = {"wait_seconds": exc.wait}
+        message = str(exc.detail)
+    elif isinstance(exc, JSONNestedTooDeep):
+        details = {"max_depth": MAX_JSON_DEPTH}
         message = str(exc.detail)
     else:
         details = {}

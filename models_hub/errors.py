@@ -14,6 +14,7 @@ truncated body of the offending response.
 | ``ModelBadResponse`` | ``model.bad_response`` | no |
 | ``ModelRedirect`` (a ``ModelBadResponse``) | ``model.redirect`` | no |
 | ``ModelResponseTooLarge`` (a ``ModelBadResponse``) | ``model.response_too_large`` | no |
+| ``ModelResponseTooDeep`` (a ``ModelBadResponse``) | ``model.response_too_deep`` | no |
 | ``ModelAddressRefused`` | ``model.address_refused`` | no |
 | ``ModelConfigurationError`` | ``model.configuration`` | no |
 """
@@ -133,6 +134,12 @@ class ModelResponseTooLarge(ModelBadResponse):
     """The response body was larger than the endpoint's cap."""
 
     code = "model.response_too_large"
+
+
+class ModelResponseTooDeep(ModelBadResponse):
+    """The response body nests arrays and objects deeper than ``MAX_JSON_DEPTH`` levels."""
+
+    code = "model.response_too_deep"
 
 
 class ModelAddressRefused(ModelCallError):

@@ -9,15 +9,21 @@ from django.db import models
 from models_hub import services
 from models_hub.models import Model, Protocol
 from tasks.errors import ServiceError
+from tasks.forms import BoundedJSONField
 from tasks.models import Round
 
 CARD_AND_ENDPOINT_FIELDS = [*services.CARD_FIELDS, *services.ENDPOINT_FIELDS, "is_anonymous"]
 
 
 def url_formfield(field: models.Field, **kwargs) -> forms.Field | None:
-    """Build form fields; a URL typed without a scheme means https (Django 6's default)."""
+    """Build form fields; a URL typed without a scheme means https (Django 6's default).
+
+    JSON (the options) is nested at most ``MAX_JSON_DEPTH`` levels (``BoundedJSONField``).
+    """
     if isinstance(field, models.URLField):
         kwargs.setdefault("assume_scheme", "https")
+    if isinstance(field, models.JSONField):
+        kwargs.setdefault("form_class", BoundedJSONField)
     return field.formfield(**kwargs)
 
 

@@ -39,8 +39,14 @@ def ensure_demo_model(task: Task, owner, spec: DemoModel, **endpoint) -> Model:
     date when a model of its name exists."""
     model = Model.objects.filter(task=task, name=spec.name).first()
     if model is None:
+        # The loop is the seeder's choice (``_seed_one``), not the owner's default.
         return services.model_register(
-            task=task, owner=owner, is_published=True, **endpoint, **spec.card_fields()
+            task=task,
+            owner=owner,
+            is_published=True,
+            in_loop=False,
+            **endpoint,
+            **spec.card_fields(),
         )
     fields = {**spec.card_fields(), **endpoint}
     fields.pop("name")

@@ -30,6 +30,8 @@ from typing import Any, Protocol
 
 import psutil
 
+from tasks.bounded_json import JSONTooDeep, json_loads_bounded
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY_BYTES = 10_000_000
@@ -62,7 +64,9 @@ def memory_gb() -> float:
 def parse_inputs(raw: bytes, max_inputs: int) -> list[dict[str, Any]]:
     """Return the ``inputs`` of a request body, or raise ``RequestError`` (400)."""
     try:
-        body = json.loads(raw)
+        body = json_loads_bounded(raw)
+    except JSONTooDeep as error:
+        raise RequestError(HTTPStatus.BAD_REQUEST, f"the body is JSON {error}")
     except (ValueError, UnicodeDecodeError):
         raise RequestError(HTTPStatus.BAD_REQUEST, "the body is not valid JSON")
     if not isinstance(body, dict):

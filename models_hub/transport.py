@@ -24,7 +24,8 @@ Contract of ``request_json``:
   error text and excerpt, and bodies are never logged;
 - the body is read as strict JSON (``parse_json_body``): ``NaN`` and the infinities, which
   Python's ``json`` writes, are a ``ModelBadResponse`` that names them, not a value that
-  fails later when it is stored.
+  fails later when it is stored; arrays and objects nested deeper than ``MAX_JSON_DEPTH``
+  (64) levels are ``ModelResponseTooDeep`` (a ``ModelBadResponse``), never a crash.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from models_hub.errors import (
     ModelCallError,
     ModelConfigurationError,
     ModelRedirect,
+    ModelResponseTooDeep,
     ModelResponseTooLarge,
     ModelServerError,
     ModelTimeout,
@@ -70,6 +72,7 @@ from models_hub.errors import (
     scrub,
 )
 from models_hub.ssrf import AddressPolicy
+from tasks.bounded_json import JSONTooDeep, json_check_depth
 
 logger = logging.getLogger(__name__)
 
@@ -379,6 +382,10 @@ def _attempt(
         return status, None, raw, latency_ms
     try:
         body = parse_json_body(raw)
+    except JSONTooDeep as error:
+        raise ModelResponseTooDeep(
+            f"the model answered JSON {error}", status=status, excerpt=raw, secrets=secrets
+        )
     except (ValueError, UnicodeDecodeError) as error:
         reason = str(error) if isinstance(error, NotJSONConstant) else type(error).__name__
         raise ModelBadResponse(
@@ -402,10 +409,13 @@ def parse_json_body(raw: bytes) -> Any:
     """Return the JSON document ``raw``; raise ``ValueError`` if it is not one.
 
     Strict JSON (RFC 8259): ``NaN`` and the infinities, which Python's ``json`` reads and
-    writes, are refused, as no JSON column can store them. orjson reads UTF-8 bodies;
-    what it refuses is read again by ``json`` (other Unicode encodings, integers beyond
-    64 bits), with the same refusal of those constants.
+    writes, are refused, as no JSON column can store them. Arrays and objects nested deeper
+    than ``MAX_JSON_DEPTH`` levels are ``JSONTooDeep`` (a ``ValueError``), checked before
+    either parser runs: ``json`` would exhaust the stack on a deep enough body. orjson reads
+    UTF-8 bodies; what it refuses is read again by ``json`` (other Unicode encodings,
+    integers beyond 64 bits), with the same refusal of those constants.
     """
+    json_check_depth(raw)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -16,7 +16,7 @@ from functools import partial
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import models, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
@@ -30,6 +30,7 @@ from tasks.config import TaskConfigError, parse_task_config
 from tasks.config.located_yaml import MAX_TEXT_LENGTH
 from tasks.errors import ServiceError
 from tasks.forms import (
+    BoundedJSONField,
     ContextUploadForm,
     OpenRoundForm,
     ProposalDecisionForm,
@@ -94,10 +95,15 @@ def register_task_admin_page(page: TaskAdminPage) -> None:
     TASK_ADMIN_PAGES[page.name] = page
 
 
+# JSON typed into an admin form is nested at most MAX_JSON_DEPTH levels (deeper: a form error).
+BOUNDED_JSON_FORMFIELDS = {models.JSONField: {"form_class": BoundedJSONField}}
+
+
 class OwnerScopedAdmin(admin.ModelAdmin):
     """Staff owners get full access to rows of their own tasks, nothing else."""
 
     task_lookup = "task"
+    formfield_overrides = BOUNDED_JSON_FORMFIELDS
 
     def owner_filter(self, request):
         return (

@@ -7,6 +7,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.urls import reverse_lazy
 
+from tasks.bounded_json import (
+    MAX_JSON_DEPTH,
+    BoundedJSONDecoder,
+    JSONTooDeep,
+    json_check_depth,
+)
 from tasks.config import ConfigIssue, TaskConfig, TaskConfigError, parse_task_config
 from tasks.documentation import documentation_url, error_code_anchor
 from tasks.models import Round, Task, TaskProposal
@@ -206,3 +212,31 @@ class SignUpForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         model = get_user_model()
         fields = ("username", "email")
+
+
+class BoundedJSONField(forms.JSONField):
+    """Django's JSON form field, refusing text nested deeper than ``MAX_JSON_DEPTH`` levels.
+
+    Django's field reads the text with ``json.loads``, which exhausts the stack on text nested
+    deeply enough (a 500 instead of a form error). This one checks the depth first: on submit
+    (error code ``too_deep``) and when a form with errors shows the text again.
+    """
+
+    default_error_messages = {
+        "too_deep": "Enter JSON nested at most %(limit)s levels deep (arrays and objects)."
+    }
+
+    def __init__(self, *, decoder=None, **kwargs):
+        super().__init__(decoder=decoder or BoundedJSONDecoder, **kwargs)
+
+    def to_python(self, value):
+        if isinstance(value, str) and not self.disabled:
+            try:
+                json_check_depth(value)
+            except JSONTooDeep:
+                raise forms.ValidationError(
+                    self.error_messages["too_deep"],
+                    code="too_deep",
+                    params={"limit": MAX_JSON_DEPTH},
+                ) from None
+        return super().to_python(value)

@@ -3,7 +3,8 @@
 Pure: takes a binary or text stream and yields ``(line_number, record)`` one at a time, so a
 100k-line upload never sits in memory. A line that cannot be decoded yields an
 ``UploadLineError`` instead of a record; callers collect those and keep going, so that every
-bad line is reported at once.
+bad line is reported at once. A JSON line nested deeper than ``MAX_JSON_DEPTH`` (64) levels
+is ``upload.E009``, refused before it is parsed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
+
+from tasks.bounded_json import JSONTooDeep, json_loads_bounded
 
 MAX_LINE_BYTES = 1_000_000
 MAX_REPORTED_ERRORS = 100
@@ -80,7 +83,13 @@ def iter_jsonl(stream: IO) -> Iterator[tuple[int, dict | UploadLineError]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_loads_bounded(line)
+        except JSONTooDeep as error:
+            yield (
+                line_number,
+                UploadLineError(line_number, "upload.E009", f"the JSON is {error}"),
+            )
+            continue
         except json.JSONDecodeError as error:
             yield (
                 line_number,
@@ -137,10 +146,13 @@ def iter_records(stream: IO, fmt: str) -> Iterator[tuple[int, dict | UploadLineE
 
 
 def parse_json_cell(value: Any) -> Any:
-    """Decode a CSV cell that holds JSON (lists, objects); leave plain strings alone."""
+    """Decode a CSV cell that holds JSON (lists, objects); leave plain strings alone.
+
+    A cell that is not JSON, or is nested deeper than ``MAX_JSON_DEPTH``, stays a string.
+    """
     if isinstance(value, str) and value[:1] in "[{":
         try:
-            return json.loads(value)
+            return json_loads_bounded(value)
         except json.JSONDecodeError:
             return value
     return value

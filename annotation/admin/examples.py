@@ -29,7 +29,7 @@ from annotation.forms import (
     preview_context,
 )
 from annotation.models import Example
-from tasks.admin import TaskAdminPage, register_task_admin_page
+from tasks.admin import BOUNDED_JSON_FORMFIELDS, TaskAdminPage, register_task_admin_page
 from tasks.config.types import FieldType, TaskConfig
 from tasks.models import Task
 from tasks.permissions import is_task_owner
@@ -89,6 +89,8 @@ def form_preview_context(task: Task) -> dict:
 @admin.register(Example)
 class ExampleAdmin(admin.ModelAdmin):
     """Read-mostly list of examples; owners see their tasks' examples only."""
+
+    formfield_overrides = BOUNDED_JSON_FORMFIELDS
 
     list_display = (
         "id",

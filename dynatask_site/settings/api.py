@@ -8,7 +8,7 @@ The stored token is a hash (``dynatask_site.api_auth.HashedTokenAuthentication``
 
 import os
 
-from dynatask_site.settings.base import REST_FRAMEWORK, SPECTACULAR_SETTINGS
+from dynatask_site.settings.base import REST_FRAMEWORK, SPECTACULAR_SETTINGS, TRUSTED_PROXY_COUNT
 
 REST_FRAMEWORK = {
     **REST_FRAMEWORK,
@@ -18,14 +18,18 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "dynatask_site.api.DynataskAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # JSON by default; upload endpoints opt into multipart themselves.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON by default, nested at most MAX_JSON_DEPTH (64) levels (deeper: 400 json_too_deep);
+    # upload endpoints opt into multipart themselves.
+    "DEFAULT_PARSER_CLASSES": ["dynatask_site.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "dynatask_site.api.exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         # Example creation calls a live model: keep scripts from flooding it.
         "examples": os.environ.get("API_THROTTLE_EXAMPLES", "60/min"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # Throttles key anonymous calls by the address the trusted proxies saw, as sign-ins do
+    # (dynatask_site.signin): never by an X-Forwarded-For a client wrote itself.
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
 }
 
 SPECTACULAR_SETTINGS = {

@@ -248,11 +248,21 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# --- Login rate limiting (django-axes) -----------------------------------------------------
+# --- Login rate limiting (django-axes; docs/security.md) -------------------------------------
+# AXES_FAILURE_LIMIT failed sign-ins within the cool-off pause sign-ins for the cool-off. They
+# are counted per address (password spraying: many usernames from one address) and per
+# username (one account tried from rotating addresses); either count locks out.
 AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
-AXES_COOLOFF_TIME = 0.25  # hours
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_RESET_ON_SUCCESS = True
+AXES_COOLOFF_TIME = float(os.environ.get("AXES_COOLOFF_MINUTES", "15")) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["ip_address"], ["username"]]
+# A success must not wipe the failures: it would clear its address's count too, so an attacker
+# with one account of their own could sign in now and then and keep spraying.
+AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_CALLABLE = "dynatask_site.signin.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "dynatask_site.signin.client_ip_address"
+# Reverse proxies in front of the app server that append to X-Forwarded-For (0: none, and the
+# header is ignored). Set it to exactly the number of proxies (docs/security.md).
+TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
 
 # --- Self-sign-up ---------------------------------------------------------------------------
 # Whether people may create their own account, until an admin sets it in the admin's

@@ -13,6 +13,7 @@ from typing import IO, Any
 
 from django.urls import reverse
 
+from tasks.bounded_json import json_loads_bounded
 from tasks.config.types import FieldType, TaskConfig
 from tasks.errors import InvalidUpload, PermissionDenied, ServiceError
 from tasks.models import Task, UploadJob, UploadKind
@@ -41,8 +42,8 @@ def _csv_cell(spec_type: FieldType | None, value: Any) -> Any:
     if spec_type is None:
         return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return json_loads_bounded(value)
+    except json.JSONDecodeError:  # JSONTooDeep too: the cell stays text
         return value
 
 

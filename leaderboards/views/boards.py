@@ -5,8 +5,6 @@ Bad query strings never fail: ``parse_leaderboard_query`` keeps defaults and exp
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -22,6 +20,7 @@ from leaderboards.selectors.boards import (
 )
 from leaderboards.services.boards import fork_create, snapshot_create
 from leaderboards.views.common import is_htmx_partial, task_or_404
+from tasks.csv_export import csv_write
 from tasks.errors import NotFound, ServiceError
 
 
@@ -72,9 +71,7 @@ class LeaderboardCsvView(View):
         response["Content-Disposition"] = (
             f'attachment; filename="{task.code}-leaderboard-page{table.page}.csv"'
         )
-        writer = csv.writer(response)
-        writer.writerow(table.csv_header())
-        writer.writerows(table.csv_rows())
+        csv_write(response, [table.csv_header(), *table.csv_rows()])
         return response
 
 

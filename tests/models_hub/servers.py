@@ -193,6 +193,13 @@ class MisbehavingHandler(JSONHandler):
                 for _ in range(HUGE_BYTES // 65536 + 1):
                     self.wfile.write(b"x" * 65536)
                 self.wfile.write(b'"]}')
+        elif path.startswith("/deep-"):
+            # Each output carries a "trace" of arrays nested N levels: the body is N + 3 deep.
+            depth = int(path.removeprefix("/deep-"))
+            outputs = [{**sentiment_output(), "trace": "TRACE"} for _ in range(count)]
+            trace = "[" * depth + "]" * depth
+            body = json.dumps({"outputs": outputs}).replace('"TRACE"', trace)
+            self.reply(200, raw=body.encode())
         elif path == "/redirect":
             self.reply(302, {"moved": True}, Location="http://169.254.169.254/latest/meta-data/")
         elif path == "/echo-token-400":

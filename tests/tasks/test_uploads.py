@@ -19,6 +19,21 @@ def test_jsonl_reports_bad_json_and_non_objects_and_goes_on():
     assert results[3][1] == {"a": 3}
 
 
+def test_jsonl_reports_lines_nested_too_deep_and_goes_on():
+    lines = [
+        '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"a": ' + "[" * 200 + "]" * 200 + "}",
+        '{"a": ' + "[" * 63 + "]" * 63 + "}",  # 64 levels with the line's object: read
+    ]
+    results = list(iter_jsonl(io.BytesIO("\n".join(lines).encode())))
+    assert [(line, getattr(item, "code", None)) for line, item in results] == [
+        (1, "upload.E009"),
+        (2, "upload.E009"),
+        (3, None),
+    ]
+    assert results[0][1].message == "the JSON is nested deeper than 64 levels"
+
+
 def test_jsonl_reports_invalid_utf8():
     results = list(iter_jsonl(io.BytesIO(b'{"a": "\xff"}\n')))
     assert results[0][1].code == "upload.E001"
@@ -49,3 +64,5 @@ def test_detect_format_and_json_cells():
     assert detect_format("x.txt", "csv") == "csv"
     assert parse_json_cell('["a", "b"]') == ["a", "b"]
     assert parse_json_cell("[not json") == "[not json"
+    deep = "[" * 200 + "]" * 200
+    assert parse_json_cell(deep) == deep  # deeper than 64 levels: kept as text
