@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from leaderboards.models import AccessType, Dataset, PerturbationKind
+from leaderboards.selectors.datasets import SEALED
 from leaderboards.services.datasets import DEFAULT_PERTURBATION_SEED
 from tasks.permissions import can_manage_task
 
@@ -86,5 +87,5 @@ class PredictionsUploadForm(forms.Form):
         if task is not None:
             datasets = Dataset.objects.filter(task=task)
             if not can_manage_task(user, task):
-                datasets = datasets.exclude(access_type=AccessType.HIDDEN)
+                datasets = datasets.exclude(SEALED)
             self.fields["dataset"].queryset = datasets.order_by("perturbation_of_id", "name")
