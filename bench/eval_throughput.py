@@ -9,8 +9,9 @@ standing in for inference):
   (``--concurrency`` threads calling ``models_hub.client.predict``), nothing stored; it runs
   just before and just after the worker, and their mean is the reference;
 - ``ours``: one process builds the dataset, the model and the run (``evaluation_run_create``,
-  default shard size); then a fresh worker process runs the evaluation jobs: ``eval_shard_job``
-  for every shard, then ``finalize_run_job``, exactly as the eval queue would. examples/s
+  default shard size); then a fresh worker process runs the evaluation jobs: each shard's
+  work (``shard_execute``, what ``eval_shard_job`` runs once its model has a slot), then
+  ``finalize_run_job``. examples/s
   counts the shard jobs (reading, sending, writing predictions);
 - memory: the same worker run at 10k and at 100k examples, each in a fresh process that only
   runs the jobs (as an eval worker does); the peak resident memory (``VmHWM``) of the two
@@ -169,6 +170,7 @@ def worker_run(run_id: int) -> dict:
     """
     from leaderboards import jobs
     from leaderboards.models import EvaluationRun
+    from leaderboards.services.shards import shard_execute
 
     _use_null_queue()
     run = EvaluationRun.objects.get(pk=run_id)
@@ -176,7 +178,8 @@ def worker_run(run_id: int) -> dict:
     start_kb = _peak_rss_kb()
     started = time.perf_counter()
     for shard_id in shard_ids:
-        result = jobs.eval_shard_job(shard_id)
+        # The shard's own work; the fair scheduling around it (``eval_shard_job``) needs Redis.
+        result = shard_execute(shard_id)
         assert result["status"] == "done", result
     shard_seconds = time.perf_counter() - started
     peak_after_shards_kb = _peak_rss_kb()

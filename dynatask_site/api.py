@@ -102,7 +102,10 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         if isinstance(exc, service_errors.PermissionDenied) and not _is_authenticated(context):
             exc = exceptions.NotAuthenticated()
         else:
-            return error_response(exc.code, exc.message, exc.status, json_safe(exc.details))
+            response = error_response(exc.code, exc.message, exc.status, json_safe(exc.details))
+            if isinstance(exc, service_errors.TooManyRequests):
+                response["Retry-After"] = str(int(exc.details.get("wait_seconds") or 1))
+            return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, DjangoPermissionDenied):

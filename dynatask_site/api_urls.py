@@ -26,6 +26,7 @@ v1 = [
     path(
         "tasks/<slug:code>/contexts/", tasks_api.ContextUploadView.as_view(), name="context-upload"
     ),
+    path("uploads/<int:pk>/", tasks_api.UploadJobDetailView.as_view(), name="upload-detail"),
     path(
         "tasks/<slug:code>/contexts/sample/",
         annotation_api.ContextSampleView.as_view(),

@@ -14,11 +14,12 @@ from django.urls import path, reverse
 
 from leaderboards.forms import DatasetUploadForm
 from leaderboards.models import Dataset, EvaluationRun, RunStatus
-from leaderboards.services.datasets import dataset_generate_perturbation, dataset_import
+from leaderboards.services.datasets import dataset_copies_follow, dataset_generate_perturbation
 from leaderboards.services.runs import evaluation_run_retry, evaluation_runs_for_dataset
+from leaderboards.services.uploads import dataset_upload
 from tasks.admin import OwnerScopedAdmin
 from tasks.errors import ServiceError
-from tasks.models import Task
+from tasks.models import Task, UploadJob
 from tasks.permissions import is_task_owner
 
 
@@ -35,10 +36,24 @@ class DatasetAdmin(OwnerScopedAdmin):
     ]
     list_filter = ["task", "access_type", "perturbation_kind"]
     search_fields = ["name", "slug"]
-    fields = ["name", "access_type", "round", "description", "source_url", "weight"]
+    fields = [
+        "name",
+        "access_type",
+        "inputs_to_others",
+        "round",
+        "description",
+        "source_url",
+        "weight",
+    ]
     actions = ["generate_robustness", "generate_fairness", "evaluate_again"]
     # As the upload form does: a source URL typed without a scheme is https.
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        # Copies are hidden when their original is, and send their inputs where it does.
+        if obj.perturbation_of_id is None:
+            dataset_copies_follow(obj)
 
     def get_urls(self):
         own = [
@@ -59,19 +74,16 @@ class DatasetAdmin(OwnerScopedAdmin):
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                dataset = dataset_import(
-                    task,
-                    upload.file,
-                    filename=upload.name,
-                    user=request.user,
-                    **form.import_arguments(),
-                )
+                result = dataset_upload(task, upload, user=request.user, **form.import_arguments())
             except ServiceError as error:
-                errors = error.details.get("errors", [])
+                errors = error.details.get("errors", []) if isinstance(error.details, dict) else []
                 messages.error(request, error.message)
             else:
-                messages.success(request, f"Imported {dataset.row_count} examples.")
-                return redirect(reverse("admin:leaderboards_dataset_change", args=[dataset.pk]))
+                if isinstance(result, UploadJob):
+                    messages.info(request, "The file is big: a job imports it; follow it here.")
+                    return redirect(reverse("tasks:upload", args=[result.pk]))
+                messages.success(request, f"Imported {result.row_count} examples.")
+                return redirect(reverse("admin:leaderboards_dataset_change", args=[result.pk]))
         context = {
             **self.admin_site.each_context(request),
             "title": f"Upload a dataset: {task.name}",

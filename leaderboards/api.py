@@ -54,13 +54,15 @@ from leaderboards.serializers import (
     SnapshotSerializer,
 )
 from leaderboards.services.boards import fork_create, snapshot_create
-from leaderboards.services.datasets import dataset_import
 from leaderboards.services.predictions import predictions_import
 from leaderboards.services.runs import evaluation_run_create, evaluation_run_retry
+from leaderboards.services.uploads import dataset_upload
 from leaderboards.tables.results import DATASET_PARAMETER_PREFIX, METRIC_PARAMETER_PREFIX
 from models_hub.selectors import model_can_edit, model_get_visible
+from tasks.models import UploadJob
 from tasks.permissions import can_manage_task
-from tasks.selectors import task_get_visible
+from tasks.selectors import task_get_visible, upload_progress
+from tasks.serializers import UploadJobSerializer, upload_job_body
 
 LEADERBOARD_PARAMETERS = [
     OpenApiParameter(
@@ -104,9 +106,11 @@ class DatasetListView(APIView):
         summary="Upload a dataset (owners): JSON Lines or CSV, all or nothing",
         description="Every bad line is reported in `error.details.errors`. Uploading to an "
         "existing slug replaces the dataset. Every model with an endpoint is then evaluated "
-        "on it: follow the runs with `GET /api/v1/models/{id}/runs/`.",
+        "on it: follow the runs with `GET /api/v1/models/{id}/runs/`. A file over the "
+        "inline size (`UPLOAD_INLINE_MAX_BYTES`) is imported by a job: the answer is `202` "
+        "with the upload job to poll (`GET /api/v1/uploads/{id}/`).",
         request={"multipart/form-data": DatasetUploadSerializer},
-        responses={201: DatasetSerializer},
+        responses={201: DatasetSerializer, 202: UploadJobSerializer},
     )
     def post(self, request, code: str):
         task = task_get_visible(code, request.user)
@@ -114,11 +118,9 @@ class DatasetListView(APIView):
         serializer = DatasetUploadSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        upload = data["file"]
-        dataset = dataset_import(
+        result = dataset_upload(
             task,
-            upload.file,
-            filename=upload.name,
+            data["file"],
             fmt=data.get("format"),
             name=data["name"],
             slug=data.get("slug", ""),
@@ -129,9 +131,13 @@ class DatasetListView(APIView):
             weight=data.get("weight"),
             perturbation_of=data["perturbation_of"] or None,
             perturbation_kind=data.get("perturbation_kind", ""),
+            inputs_to_others=data.get("inputs_to_others"),
             user=request.user,
         )
-        dataset = dataset_get_visible(task, dataset.slug, request.user)
+        if isinstance(result, UploadJob):
+            body = upload_job_body(result, upload_progress(result))
+            return Response(body, status=status.HTTP_202_ACCEPTED)
+        dataset = dataset_get_visible(task, result.slug, request.user)
         return Response(DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
 
 
@@ -180,14 +186,20 @@ class DatasetExamplesView(APIView):
 
 
 def run_body(run, user, progress=None) -> dict:
-    """The run page's facts: progress, and the score unless the dataset is hidden from you."""
+    """The run page's facts: progress, and the score unless the dataset is sealed for you.
+
+    ``run`` comes from the run selectors, masked for ``user`` on a sealed dataset: then the
+    body names no dataset and holds no score and no failed count (``sealed`` is true).
+    """
     can_manage = model_can_edit(run.model, user)
-    score = run_visible_score(run, user)
-    body = {
+    sealed = getattr(run, "sealed", False)
+    score = None if sealed else run_visible_score(run, user)
+    return {
         "id": run.pk,
         "model": run.model_id,
         "model_name": run.model.name,
-        "dataset": run.dataset.slug,
+        "dataset": None if sealed else run.dataset.slug,
+        "sealed": sealed,
         "status": run.status,
         "trigger": run.trigger,
         "total": run.total,
@@ -202,7 +214,6 @@ def run_body(run, user, progress=None) -> dict:
         "can_manage": can_manage,
         "score": ScoreSerializer(score).data if score is not None else None,
     }
-    return body
 
 
 def _edits_model(user, model) -> bool:

@@ -5,8 +5,15 @@ from __future__ import annotations
 from django import forms
 
 from leaderboards.models import AccessType, Dataset, PerturbationKind
+from leaderboards.selectors.datasets import SEALED
 from leaderboards.services.datasets import DEFAULT_PERTURBATION_SEED
 from tasks.permissions import can_manage_task
+
+INPUTS_TO_OTHERS_CHOICES = [
+    ("", "As the access type says (no for hidden datasets, yes otherwise)"),
+    ("yes", "Yes: every registered model is evaluated on it"),
+    ("no", "No: only the models of the task's owners"),
+]
 
 KIND_CHOICES = [
     (PerturbationKind.ROBUSTNESS.value, "Robustness"),
@@ -31,6 +38,13 @@ class DatasetUploadForm(forms.Form):
     perturbation_kind = forms.ChoiceField(
         choices=[("", "---------"), *KIND_CHOICES], required=False
     )
+    inputs_to_others = forms.ChoiceField(
+        choices=INPUTS_TO_OTHERS_CHOICES,
+        required=False,
+        label="Send the inputs to others' models",
+        help_text="Whether the inputs go to the endpoints of models whose owner does not own "
+        "the task. A replaced dataset keeps its choice unless it becomes hidden.",
+    )
 
     def __init__(self, *args, task=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -48,6 +62,7 @@ class DatasetUploadForm(forms.Form):
             "round_number": data["round"],
             "perturbation_of": data["perturbation_of"],
             "perturbation_kind": data["perturbation_kind"],
+            "inputs_to_others": {"yes": True, "no": False}.get(data["inputs_to_others"]),
         }
 
     def clean(self):
@@ -72,5 +87,5 @@ class PredictionsUploadForm(forms.Form):
         if task is not None:
             datasets = Dataset.objects.filter(task=task)
             if not can_manage_task(user, task):
-                datasets = datasets.exclude(access_type=AccessType.HIDDEN)
+                datasets = datasets.exclude(SEALED)
             self.fields["dataset"].queryset = datasets.order_by("perturbation_of_id", "name")

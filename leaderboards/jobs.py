@@ -2,10 +2,15 @@
 
 Job functions live at module level, take ids, are idempotent and return JSON-ready dicts:
 
-- ``eval_shard_job(shard_id)``: run one shard (resumable: stored predictions are skipped);
+- ``eval_shard_job(shard_id)``: run one turn of a shard (resumable: stored predictions are
+  skipped), fairly: at most ``EVAL_SHARDS_PER_MODEL`` shard jobs of a model at once, each
+  for at most ``EVAL_SHARD_SLICE_SECONDS``, the models taking turns
+  (``leaderboards.services.scheduling``);
 - ``finalize_run_job(run_id)``: compute the Score once every shard is done (the last shard
   claims the run with a conditional update, so it is enqueued exactly once);
-- ``rescore_task_job(task_id)``: recompute a task's scores from stored predictions.
+- ``rescore_task_job(task_id)``: recompute a task's scores from stored predictions;
+- ``dataset_import_job(upload_id)`` (``default``, queued by ``tasks.jobs.enqueue_upload``):
+  import a big dataset upload, all or nothing, with its progress page.
 
 Enqueueing happens after the transaction commits (``services`` use ``on_commit``), so a
 worker never looks for rows that are not visible yet. A failing shard job is marked failed
@@ -16,7 +21,9 @@ job nobody runs. ``EvalWorker`` (run it with ``rqworker eval --worker-class
 leaderboards.jobs.EvalWorker``) calls ``shards_recover`` when it starts and at each
 maintenance pass: unfinished shards of active runs whose job is no longer alive are enqueued
 again and resume from their stored predictions. The dead job's late "abandoned" failure
-callback is then ignored, since the shard names its new job.
+callback is then ignored, since the shard names its new job. The slot of its model that
+the dead job held is dropped, and free slots go to the model's waiting shards
+(``scheduling.models_sweep``); a shard that waits for a slot is not "lost".
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import contextlib
 import logging
 import os
 import socket
+import uuid
 from typing import Any
 
 import django_rq
@@ -32,13 +40,16 @@ from django.db import connections
 from redis.exceptions import RedisError
 from rq import Callback
 from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from rq.job import Job, JobStatus, get_current_job
 from rq.worker import Worker
 
 from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus
+from leaderboards.services import scheduling
 from leaderboards.services.scores import run_finalize, scores_recompute_for_task
-from leaderboards.services.shards import shard_execute, shard_fail
+from leaderboards.services.shards import shard_fail
+from leaderboards.services.uploads import dataset_upload_import
 from tasks.models import Task
+from tasks.services import upload_job_run
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +63,9 @@ FAILURE_TTL = 7 * 86_400
 
 # -- job functions ----------------------------------------------------------------------------
 def eval_shard_job(shard_id: int) -> dict[str, Any]:
-    """Run evaluation shard ``shard_id``."""
-    return shard_execute(shard_id)
+    """Run a turn of evaluation shard ``shard_id`` (it may wait for its model's slot)."""
+    job = get_current_job()
+    return scheduling.shard_run(shard_id, job.id if job is not None else uuid.uuid4().hex)
 
 
 def finalize_run_job(run_id: int) -> dict[str, Any]:
@@ -69,14 +81,25 @@ def rescore_task_job(task_id: int) -> dict[str, Any]:
     return {"status": "done", "scores": scores_recompute_for_task(task)}
 
 
+def dataset_import_job(upload_id: int) -> dict[str, Any]:
+    """Import the dataset of upload job ``upload_id`` (``tasks.models.UploadJob``)."""
+    return upload_job_run(upload_id, dataset_upload_import)
+
+
 def on_shard_failure(job, connection, exc_type, exc_value, traceback) -> None:
-    """Mark the shard failed when its job raised or timed out (not for model errors)."""
+    """Mark the shard failed when its job raised or timed out (not for model errors), and
+    give its model's slot on."""
     shard_id = job.args[0] if job.args else None
     if shard_id is None:
         return
-    current_job = (
-        EvaluationShard.objects.filter(pk=shard_id).values_list("job_id", flat=True).first()
-    )
+    row = EvaluationShard.objects.filter(pk=shard_id).values_list("job_id", "run__model_id").first()
+    if row is None:
+        return
+    current_job, model_id = row
+    with contextlib.suppress(RedisError):
+        scheduling.shards_enqueue(
+            model_id, scheduling.model_slot_release(model_id, job.id, connection=connection)
+        )
     if current_job and current_job != job.id:
         return  # a dead job whose shard was enqueued again (``shards_recover``)
     message = f"the evaluation job stopped: {exc_type.__name__}"
@@ -89,8 +112,9 @@ def queue():
     return django_rq.get_queue(EVAL_QUEUE)
 
 
-def enqueue_shard(shard: EvaluationShard) -> str | None:
-    """Enqueue one shard job now; return its job id (None when Redis is unavailable)."""
+def enqueue_shard(shard: EvaluationShard, job_id: str | None = None) -> str | None:
+    """Enqueue one shard job now (as ``job_id`` when given: a slot reserved for it); return
+    its job id (None when Redis is unavailable)."""
     try:
         job = queue().enqueue_call(
             eval_shard_job,
@@ -99,6 +123,7 @@ def enqueue_shard(shard: EvaluationShard) -> str | None:
             result_ttl=RESULT_TTL,
             failure_ttl=FAILURE_TTL,
             on_failure=Callback(on_shard_failure),
+            job_id=job_id,
         )
     except RedisError as error:
         logger.warning("cannot enqueue evaluation shard %s: %s", shard.pk, error)
@@ -124,9 +149,11 @@ def enqueue_finalize(run_id: int) -> str | None:
 
 
 def enqueue_run(run_id: int) -> int:
-    """Enqueue every shard of ``run_id`` that is not done (finalize when there are none).
+    """Submit every shard of ``run_id`` that is not done (finalize when there are none).
 
-    Used after a run is created or retried, and by ``run_evaluations --resume``.
+    The shards wait for their model's slots (``scheduling.shards_submit``): returns how many
+    shard jobs were enqueued now. Used after a run is created or retried, and by
+    ``run_evaluations --resume``.
     """
     run = EvaluationRun.objects.filter(pk=run_id).first()
     if run is None:
@@ -141,9 +168,12 @@ def enqueue_run(run_id: int) -> int:
         if run.status == RunStatus.FINALIZING:
             enqueue_finalize(run_id)
         return 0
-    for shard in shards:
-        enqueue_shard(shard)
-    return len(shards)
+    try:
+        return scheduling.shards_submit(run.model_id, [shard.pk for shard in shards])
+    except RedisError as error:
+        # ``shards_recover`` enqueues them once Redis is back.
+        logger.warning("cannot submit the shards of run %s: %s", run_id, error)
+        return 0
 
 
 def enqueue_rescore(task_id: int) -> str | None:
@@ -166,7 +196,7 @@ def enqueue_rescore(task_id: int) -> str | None:
 _WAITING = (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 
 
-def _job_alive(job_id: str, connection) -> bool:
+def job_alive(job_id: str, connection) -> bool:
     """Return True when job ``job_id`` waits in a queue or runs in a live worker."""
     if not job_id:
         return False
@@ -194,25 +224,34 @@ def _job_alive(job_id: str, connection) -> bool:
 
 
 def shards_recover(connection=None) -> int:
-    """Enqueue again the unfinished shards of active runs whose job is not alive; return how many.
+    """Enqueue again the unfinished shards of active runs whose job is not alive (and that do
+    not wait for a slot), then hand their models' free slots out; return jobs enqueued.
 
     Idempotent and safe to run from several workers: a shard run twice keeps one prediction
     per example (stored ones are skipped, inserts ignore conflicts) and the run is finalized
     once (the claim is a conditional update).
     """
     connection = connection or queue().connection
-    shards = EvaluationShard.objects.filter(
-        status__in=(RunStatus.QUEUED, RunStatus.RUNNING),
-        run__status__in=(RunStatus.QUEUED, RunStatus.RUNNING),
-    ).order_by("run_id", "index")
+    shards = (
+        EvaluationShard.objects.filter(
+            status__in=(RunStatus.QUEUED, RunStatus.RUNNING),
+            run__status__in=(RunStatus.QUEUED, RunStatus.RUNNING),
+        )
+        .select_related("run")
+        .order_by("run_id", "index")
+    )
     recovered = 0
+    models: set[int] = set()
     for shard in shards:
-        if _job_alive(shard.job_id, connection):
+        models.add(shard.run.model_id)
+        if job_alive(shard.job_id, connection):
+            continue
+        if scheduling.shard_is_waiting(shard.run.model_id, shard.pk, connection):
             continue
         logger.warning("re-enqueueing evaluation shard %s: job %r is gone", shard.pk, shard.job_id)
         if enqueue_shard(shard):
             recovered += 1
-    return recovered
+    return recovered + scheduling.models_sweep(sorted(models), connection)
 
 
 class EvalWorker(Worker):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from leaderboards.models import AccessType, PerturbationKind, RunStatus, RunTrigger
+from leaderboards.selectors.datasets import dataset_inputs_to_others
 from leaderboards.tables.results import DEFAULT_SORT
 
 # -- datasets ----------------------------------------------------------------------------------
@@ -26,8 +27,14 @@ class DatasetSerializer(serializers.Serializer):
     perturbation_of = serializers.SerializerMethodField()
     perturbation_kind = serializers.CharField()
     generated = serializers.BooleanField()
+    inputs_to_others = serializers.SerializerMethodField(
+        help_text="Whether the inputs go to models whose owner does not own the task."
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+    def get_inputs_to_others(self, dataset) -> bool:
+        return dataset_inputs_to_others(dataset)
 
     def get_round(self, dataset) -> int | None:
         return dataset.round.number if dataset.round_id else None
@@ -55,6 +62,13 @@ class DatasetUploadSerializer(serializers.Serializer):
     )
     perturbation_kind = serializers.ChoiceField(
         choices=[kind for kind in PerturbationKind.values if kind], required=False
+    )
+    inputs_to_others = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Send the inputs to models whose owner does not own the task. Default: no "
+        "for a hidden dataset, yes otherwise; a replaced dataset keeps its choice.",
     )
 
 
@@ -113,12 +127,18 @@ class RunSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     model = serializers.IntegerField(source="model_id")
     model_name = serializers.CharField(source="model.name")
-    dataset = serializers.CharField(source="dataset.slug")
+    dataset = serializers.CharField(
+        source="dataset.slug", allow_null=True, help_text="Null on a sealed (hidden) dataset."
+    )
+    sealed = serializers.BooleanField(
+        help_text="True when the run is on a hidden dataset whose figures you may not see: "
+        "only its state and progress are given."
+    )
     status = serializers.ChoiceField(choices=RunStatus.choices)
     trigger = serializers.ChoiceField(choices=RunTrigger.choices)
     total = serializers.IntegerField()
-    done = serializers.IntegerField()
-    failed_count = serializers.IntegerField()
+    done = serializers.IntegerField(help_text="Examples sent and answered.")
+    failed_count = serializers.IntegerField(allow_null=True)
     error_code = serializers.CharField()
     error_message = serializers.CharField()
     created_at = serializers.DateTimeField()

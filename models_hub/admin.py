@@ -1,7 +1,7 @@
 """Admin for registered models: owners of a task see its models; superusers see all.
 
 The token is write-only (a password input that never renders its value), saving goes through
-``models_hub.services``, and "Check health now" enqueues health checks on the default queue.
+``models_hub.services``, and "Check health now" enqueues health checks on the health queue.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class ModelAdmin(OwnerScopedAdmin):
                     "clear_auth_token",
                     "connect_timeout",
                     "read_timeout",
+                    "read_timeout_cap",
                     "batch_size",
                     "max_concurrency",
                     "options",
@@ -102,7 +103,11 @@ class ModelAdmin(OwnerScopedAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         # The task is fixed once registered: scores and rounds hang off it.
-        return (*HEALTH_FIELDS, "task") if obj is not None else HEALTH_FIELDS
+        fields = (*HEALTH_FIELDS, "task") if obj is not None else HEALTH_FIELDS
+        # A model's read-timeout cap is the site's staff's to raise, not its owner's.
+        if not request.user.has_perm("models_hub.raise_read_timeout"):
+            fields = (*fields, "read_timeout_cap")
+        return fields
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "task" and not request.user.is_superuser:
@@ -130,12 +135,18 @@ class ModelAdmin(OwnerScopedAdmin):
                     is_published=data.get("is_published", False),
                     **self._fields(form),
                 )
+                if data.get("read_timeout_cap") is not None:
+                    services.model_set_read_timeout_cap(
+                        created, request.user, data["read_timeout_cap"]
+                    )
                 # The admin goes on with ``obj`` (related saves, the log entry, the redirect).
                 obj.pk, obj.owner = created.pk, created.owner
                 obj.created_at, obj.updated_at = created.created_at, created.updated_at
                 obj._state.adding, obj._state.db = False, created._state.db
                 return
             current = Model.objects.select_related("task").get(pk=obj.pk)
+            if "read_timeout_cap" in data:
+                services.model_set_read_timeout_cap(current, request.user, data["read_timeout_cap"])
             services.model_update_card(
                 current,
                 request.user,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.db import models
 
 from models_hub import services
@@ -44,10 +45,22 @@ def clear_token_field() -> forms.BooleanField:
 
 
 class EndpointCheckMixin:
-    """Check the endpoint (scheme, SSRF rules) as a field error before any write."""
+    """Check the endpoint (scheme, SSRF rules) and the read timeout's cap as field errors
+    before any write."""
 
     def clean(self):
         cleaned = super().clean()
+        # A stored timeout above a cap set later stands until it is changed (calls use the
+        # lower of the two: ``models_hub.selectors.endpoint_spec``).
+        if self.instance.pk is None or {"read_timeout", "read_timeout_cap"} & set(
+            self.changed_data
+        ):
+            cap = cleaned.get("read_timeout_cap", self.instance.read_timeout_cap)
+            if cap is None:
+                cap = settings.MODELS_HUB_READ_TIMEOUT_CAP
+            problem = services.read_timeout_problem(cleaned.get("read_timeout"), cap)
+            if problem and "read_timeout" not in self.errors:
+                self.add_error("read_timeout", problem)
         protocol = cleaned.get("protocol")
         if protocol and "endpoint_url" not in self.errors:
             try:
@@ -132,6 +145,7 @@ class ModelAdminForm(EndpointCheckMixin, forms.ModelForm):
             "task",
             "owner",
             *CARD_AND_ENDPOINT_FIELDS,
+            "read_timeout_cap",
             "is_published",
         ]
 

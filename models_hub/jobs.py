@@ -6,8 +6,11 @@ return JSON-ready dicts. They are enqueued with explicit timeouts and result/fai
 - ``predict_job(model_id, inputs)`` (``live``): one live prediction of a registered model;
 - ``predict_endpoint_job(endpoint, task_code, config_yaml, inputs)`` (``live``): the same
   without DB access, for benchmarks and ad-hoc endpoints without a token;
-- ``health_check_job(model_id)`` (``default``): probe one model and store its health;
-- ``health_check_all_job()`` (``default``): one ``health_check_job`` per model with an endpoint.
+- ``health_check_job(model_id)`` (``health``): probe one model and store its health;
+- ``health_check_all_job()`` (``health``): one ``health_check_job`` per model with an endpoint.
+
+Health checks have a queue (and a worker) of their own: a probe of a slow endpoint waits
+behind no evaluation shard, and holds none up.
 
 The live queue is served by RQ's ``SimpleWorker`` (no fork per job). Periodic jobs, the
 health checks among them, run from RQ's ``rq.cron.CronScheduler`` (``manage.py run_cron``,
@@ -40,7 +43,7 @@ from tasks.errors import NotFound
 logger = logging.getLogger(__name__)
 
 LIVE_QUEUE = "live"
-HEALTH_QUEUE = "default"
+HEALTH_QUEUE = "health"
 
 # A live result is read back within seconds; keep it a little for retries and debugging.
 LIVE_RESULT_TTL = 600

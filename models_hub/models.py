@@ -58,6 +58,16 @@ class Model(models.Model):
     read_timeout = models.FloatField(
         default=30.0, validators=[MinValueValidator(0.1), MaxValueValidator(600)]
     )
+    # The most ``read_timeout`` may be for this model; None: the site's cap
+    # (``MODELS_HUB_READ_TIMEOUT_CAP``). Only staff with ``raise_read_timeout`` set it
+    # (``models_hub.services.model_set_read_timeout_cap``): a slow endpoint holds a worker.
+    read_timeout_cap = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.1), MaxValueValidator(600)],
+        help_text="Staff only: this model's cap on the read timeout, in seconds "
+        "(blank: the site's cap).",
+    )
     batch_size = models.PositiveIntegerField(
         default=32, validators=[MinValueValidator(1), MaxValueValidator(10_000)]
     )
@@ -102,6 +112,7 @@ class Model(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["task", "is_published"], name="model_task_published")]
+        permissions = [("raise_read_timeout", "Can raise a model's read-timeout cap")]
 
     def __str__(self) -> str:
         return self.name

@@ -21,10 +21,20 @@ ANONYMOUS_OWNER = "anonymous"
 PICKABLE_STATUSES = (ModelStatus.HEALTHY, ModelStatus.UNKNOWN)
 
 
+def model_read_timeout_cap(model: Model) -> float:
+    """Return the most ``read_timeout`` may be for ``model``: its own cap (set by staff) or
+    the site's (``MODELS_HUB_READ_TIMEOUT_CAP``)."""
+    if model.read_timeout_cap is not None:
+        return float(model.read_timeout_cap)
+    return float(settings.MODELS_HUB_READ_TIMEOUT_CAP)
+
+
 def endpoint_spec(model: Model) -> EndpointSpec:
     """Return the client's view of ``model``: URL, protocol, token, limits and the allowlist.
 
-    Raises ``ModelConfigurationError`` for a model without an endpoint (protocol ``none``).
+    The read timeout is at most the model's cap (``model_read_timeout_cap``), whatever was
+    stored before the cap. Raises ``ModelConfigurationError`` for a model without an
+    endpoint (protocol ``none``).
     """
     if not model.has_endpoint:
         raise ModelConfigurationError("this model has no endpoint (predictions-file only)")
@@ -33,7 +43,7 @@ def endpoint_spec(model: Model) -> EndpointSpec:
         protocol=model.protocol,
         token=model.auth_token or None,
         connect_timeout=model.connect_timeout,
-        read_timeout=model.read_timeout,
+        read_timeout=min(model.read_timeout, model_read_timeout_cap(model)),
         batch_size=model.batch_size,
         max_concurrency=model.max_concurrency,
         options=model.options or {},

@@ -7,7 +7,9 @@ Every refusal is a ``tasks.errors.ServiceError`` with a stable code; permission 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +32,7 @@ from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
 from models_hub.transport import RetryPolicy
 from tasks.config import TaskConfig
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyRequests
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
 from tasks.selectors import round_current
@@ -90,8 +92,20 @@ def model_check_endpoint(protocol: str, endpoint_url: str) -> str:
     return endpoint_url
 
 
-def _full_clean(model: Model) -> None:
-    """Run the field validators; turn Django's ValidationError into a ServiceError."""
+def read_timeout_problem(read_timeout: float | None, cap: float) -> str:
+    """Return why ``read_timeout`` is refused under ``cap`` (seconds), or ""."""
+    if read_timeout is None or read_timeout <= cap:
+        return ""
+    return (
+        f"The read timeout is at most {cap:g} s for this model; "
+        "ask the site's staff to raise its cap."
+    )
+
+
+def _full_clean(model: Model, *, check_cap: bool = True) -> None:
+    """Run the field validators and (``check_cap``) the read-timeout cap; turn failures into
+    a ServiceError."""
+    details: dict[str, list[str]] = {}
     try:
         model.full_clean(validate_unique=False, validate_constraints=False)
     except ValidationError as error:
@@ -100,13 +114,61 @@ def _full_clean(model: Model) -> None:
         }
         # The token field's own messages never quote the value, but keep it out regardless.
         details.pop("auth_token", None)
-        raise ServiceError(
-            "the model registration is not valid", code="model.invalid", details=details
-        )
+    problem = ""
+    if check_cap:
+        cap = selectors.model_read_timeout_cap(model)
+        problem = read_timeout_problem(model.read_timeout, cap)
+    if problem and "read_timeout" not in details:
+        details["read_timeout"] = [problem]
+    if details:
+        message = "the model registration is not valid"
+        if list(details) == ["read_timeout"]:
+            message = details["read_timeout"][0]
+        raise ServiceError(message, code="model.invalid", details=details)
+
+
+REGISTRATION_WINDOW = timedelta(days=1)
+
+
+def _check_registration_rate(task: Task, owner) -> None:
+    """Refuse a registration beyond ``MODELS_HUB_REGISTRATIONS_PER_DAY`` per user and task.
+
+    Every model evaluated on a task's datasets learns something of them, so registering many
+    models to probe a test set must not scale. The task's owners are not limited; 0 turns
+    the limit off. Raises ``TooManyRequests`` (429) with ``wait_seconds``.
+    """
+    limit = int(getattr(settings, "MODELS_HUB_REGISTRATIONS_PER_DAY", 0) or 0)
+    if limit <= 0 or can_manage_task(owner, task):
+        return
+    now = timezone.now()
+    recent = list(
+        Model.objects.filter(task=task, owner=owner, created_at__gte=now - REGISTRATION_WINDOW)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)[:limit]
+    )
+    if len(recent) < limit:
+        return
+    wait = max(1, math.ceil((recent[-1] + REGISTRATION_WINDOW - now).total_seconds()))
+    raise TooManyRequests(
+        f"you registered {limit} models for this task in the last 24 hours, the most "
+        f"allowed; try again in {_duration(wait)}",
+        code="model.registration_limit",
+        details={"limit": limit, "wait_seconds": wait},
+    )
+
+
+def _duration(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    if hours:
+        return f"{hours} h {rest // 60} min"
+    return f"{max(1, math.ceil(rest / 60))} min"
 
 
 def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: Any) -> Model:
     """Register a model for ``task`` owned by ``owner`` and queue a first health check.
+
+    At most ``MODELS_HUB_REGISTRATIONS_PER_DAY`` per user and task, the task's owners apart
+    (``model.registration_limit``, 429).
 
     ``in_loop`` puts the model in the loop of the task's current round (its latest open one).
     Left out (None), it is on when ``owner`` owns the task and the model has an endpoint, and
@@ -119,6 +181,7 @@ def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: 
     manages = can_manage_task(owner, task)
     if in_loop and not manages:
         raise PermissionDenied("only the task's owners choose the models in the loop")
+    _check_registration_rate(task, owner)
     protocol = fields.get("protocol", Protocol.DYNATASK)
     fields["endpoint_url"] = model_check_endpoint(protocol, fields.get("endpoint_url", ""))
     fields["auth_token"] = (fields.get("auth_token") or "").strip()
@@ -200,7 +263,8 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
         changed.append("auth_token")
     if not changed:
         return model
-    _full_clean(model)
+    # A stored timeout above a cap set later stands until it is changed (calls use the lower).
+    _full_clean(model, check_cap="read_timeout" in changed)
     try:
         with transaction.atomic():
             # update_fields: a concurrent publish toggle or health write is never overwritten.
@@ -213,6 +277,22 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
         from models_hub import jobs
 
         transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+    return model
+
+
+def model_set_read_timeout_cap(model: Model, user, cap: float | None) -> Model:
+    """Set ``model``'s own cap on its read timeout (None: the site's cap); staff with the
+    ``models_hub.raise_read_timeout`` permission only (superusers have it)."""
+    if not (user and user.is_authenticated and user.has_perm("models_hub.raise_read_timeout")):
+        raise PermissionDenied("only the site's staff change a model's read-timeout cap")
+    if cap is not None and not 0.1 <= cap <= 600:
+        message = "a model's read-timeout cap is between 0.1 and 600 s"
+        raise ServiceError(message, code="model.invalid", details={"read_timeout_cap": [message]})
+    if model.read_timeout_cap == cap:
+        return model
+    # A cap below the stored read timeout is allowed: calls use the lower of the two.
+    model.read_timeout_cap = cap
+    model.save(update_fields=["read_timeout_cap", "updated_at"])
     return model
 
 

@@ -372,6 +372,8 @@ def command_run(options: argparse.Namespace) -> None:
                 ["rqworker", "eval", "default", "--with-scheduler"]
                 + ["--worker-class", "leaderboards.jobs.EvalWorker"],
             ),
+            # Model health checks, apart: a probe never waits behind an evaluation shard.
+            ("the health worker", ["rqworker", "health"]),
         ]
         for name, worker in workers:
             child = Child(name, "workers", [str(PYTHON), "manage.py", *worker], restartable=True)

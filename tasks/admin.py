@@ -45,6 +45,7 @@ from tasks.models import (
     Task,
     TaskConfigVersion,
     TaskProposal,
+    UploadJob,
 )
 from tasks.permissions import is_task_owner
 
@@ -341,18 +342,21 @@ class TaskAdmin(OwnerScopedAdmin):
             upload = form.cleaned_data["file"]
             chosen_round = form.cleaned_data["round"]
             try:
-                count = services.contexts_import(
+                result = services.contexts_upload(
                     task,
-                    upload.file,
-                    filename=upload.name,
+                    upload,
+                    user=request.user,
                     round_number=chosen_round.number if chosen_round else None,
                     tag=form.cleaned_data["tag"],
                 )
             except ServiceError as error:
-                errors = error.details.get("errors", [])
+                errors = error.details.get("errors", []) if isinstance(error.details, dict) else []
                 messages.error(request, error.message)
             else:
-                messages.success(request, f"Imported {count} contexts into {task.code}.")
+                if isinstance(result, UploadJob):
+                    messages.info(request, "The file is big: a job imports it; follow it here.")
+                    return redirect(reverse("tasks:upload", args=[result.pk]))
+                messages.success(request, f"Imported {result} contexts into {task.code}.")
                 return redirect(reverse("admin:tasks_task_change", args=[task.pk]))
         context = {
             **self.admin_site.each_context(request),

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from dynatask_site.api import require
 from tasks import selectors, services
-from tasks.models import Round, Task
+from tasks.models import Round, Task, UploadJob
 from tasks.permissions import can_manage_task
 from tasks.serializers import (
     ContextUploadSerializer,
@@ -26,6 +26,8 @@ from tasks.serializers import (
     RoundSerializer,
     TaskSerializer,
     TaskSettingsSerializer,
+    UploadJobSerializer,
+    upload_job_body,
 )
 
 
@@ -121,9 +123,11 @@ class ContextUploadView(APIView):
         tags=["contexts"],
         summary="Upload contexts (owners): JSON Lines or CSV, all or nothing",
         description="Every bad line is reported in `error.details.errors` "
-        "(`{line, path, code, message}`); nothing of a bad file is imported.",
+        "(`{line, path, code, message}`); nothing of a bad file is imported. A file over "
+        "the inline size (`UPLOAD_INLINE_MAX_BYTES`) is imported by a job: the answer is "
+        "`202` with the upload job to poll (`GET /api/v1/uploads/{id}/`).",
         request={"multipart/form-data": ContextUploadSerializer},
-        responses={201: ImportResultSerializer},
+        responses={201: ImportResultSerializer, 202: UploadJobSerializer},
     )
     def post(self, request, code: str):
         task = task_for(request, code)
@@ -131,13 +135,26 @@ class ContextUploadView(APIView):
         serializer = ContextUploadSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        upload = data["file"]
-        count = services.contexts_import(
+        result = services.contexts_upload(
             task,
-            upload,
-            filename=upload.name,
+            data["file"],
+            user=request.user,
             fmt=data.get("format"),
             round_number=data.get("round"),
             tag=data.get("tag", ""),
         )
-        return Response({"imported": count}, status=status.HTTP_201_CREATED)
+        if isinstance(result, UploadJob):
+            body = upload_job_body(result, selectors.upload_progress(result))
+            return Response(body, status=status.HTTP_202_ACCEPTED)
+        return Response({"imported": result}, status=status.HTTP_201_CREATED)
+
+
+class UploadJobDetailView(APIView):
+    @extend_schema(
+        tags=["contexts"],
+        summary="A big upload's import: state, progress (bytes read), outcome (owners)",
+        responses=UploadJobSerializer,
+    )
+    def get(self, request, pk: int):
+        upload = selectors.upload_job_get_visible(pk, request.user)
+        return Response(upload_job_body(upload, selectors.upload_progress(upload)))

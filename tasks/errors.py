@@ -38,6 +38,20 @@ class Conflict(ServiceError):
     status = 409
 
 
+class TooManyRequests(ServiceError):
+    """A rate limit refused the request; ``details["wait_seconds"]`` says when to try again."""
+
+    code = "throttled"
+    status = 429
+
+
+class UploadTooLarge(ServiceError):
+    """An uploaded file is over the size cap; ``details["max_bytes"]`` names the cap."""
+
+    code = "upload.too_large"
+    status = 413
+
+
 class InvalidUpload(ServiceError):
     """An upload failed validation; ``details["errors"]`` lists ``{line, path, code, message}``."""
 

@@ -229,3 +229,52 @@ class SiteSettings(models.Model):
 
     def __str__(self) -> str:
         return "Site settings"
+
+
+class UploadKind(models.TextChoices):
+    DATASET = "dataset", "Dataset"
+    CONTEXTS = "contexts", "Contexts"
+
+
+class UploadStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Importing"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class UploadJob(models.Model):
+    """A big upload (a dataset, contexts) imported by an RQ job rather than in its request.
+
+    The file waits in the default storage (``stored_name``) until the job has read it;
+    ``options`` holds the importer's keyword arguments. The import is all or nothing, as
+    inline: ``errors`` lists every bad line of a refused file. Live progress (bytes read)
+    is in Redis while the job runs (``tasks.services.upload_job_run``).
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="upload_jobs")
+    kind = models.CharField(max_length=16, choices=UploadKind.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    filename = models.CharField(max_length=255)
+    stored_name = models.CharField(max_length=500, blank=True)
+    size = models.PositiveBigIntegerField(default=0)
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=16, choices=UploadStatus.choices, default=UploadStatus.QUEUED
+    )
+    rows = models.PositiveIntegerField(default=0, help_text="Rows imported.")
+    result_url = models.CharField(max_length=500, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"upload {self.pk} ({self.kind}, {self.status})"

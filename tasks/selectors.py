@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import django_rq
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from redis.exceptions import RedisError
 
 from tasks.errors import NotFound
-from tasks.models import Context, Round, Task
-from tasks.permissions import can_view_task
+from tasks.models import Context, Round, Task, UploadJob, UploadStatus
+from tasks.permissions import can_manage_task, can_view_task
 
 
 def task_list_visible(user) -> QuerySet[Task]:
@@ -105,4 +109,62 @@ def round_warnings(task: Task) -> list[RoundWarning]:
     return sorted(
         warnings,
         key=lambda w: (w.round_number, not w.code.startswith("round."), w.code),
+    )
+
+
+# -- big uploads ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class UploadProgress:
+    """What the upload's progress bar shows: bytes read of the file, rate, ETA, state."""
+
+    done: int
+    total: int
+    percent: float
+    rate: float | None  # bytes per second since the import started
+    eta_seconds: float | None
+    state: str
+    state_label: str
+    finished: bool
+    failed: bool
+
+
+def upload_job_get_visible(pk: int, user) -> UploadJob:
+    """Return upload job ``pk`` if ``user`` may see it (the task's owners), else NotFound."""
+    upload = UploadJob.objects.select_related("task", "user").filter(pk=pk).first()
+    if upload is None or not can_manage_task(user, upload.task):
+        raise NotFound(f"no upload {pk}")
+    return upload
+
+
+def upload_progress(upload: UploadJob, *, now: float | None = None, connection=None):
+    """Return the progress of ``upload`` (bytes read, from Redis while the job runs)."""
+    from tasks.services import UPLOAD_PROGRESS_KEY  # services import this module
+
+    total = upload.size
+    done = 0
+    if upload.status == UploadStatus.DONE:
+        done = total
+    elif upload.status == UploadStatus.RUNNING:
+        with contextlib.suppress(RedisError):
+            connection = connection or django_rq.get_connection("default")
+            done = int(connection.hget(UPLOAD_PROGRESS_KEY.format(upload.pk), "bytes") or 0)
+    done = min(done, total)
+    rate = eta = None
+    if upload.started_at is not None and done:
+        end = upload.finished_at.timestamp() if upload.finished_at else (now or time.time())
+        elapsed = end - upload.started_at.timestamp()
+        if elapsed > 0:
+            rate = round(done / elapsed, 1)
+            if upload.status == UploadStatus.RUNNING:
+                eta = round((total - done) / rate, 1)
+    return UploadProgress(
+        done=done,
+        total=total,
+        percent=round(100.0 * done / total, 1) if total else 100.0,
+        rate=rate,
+        eta_seconds=eta,
+        state=upload.status,
+        state_label=UploadStatus(upload.status).label,
+        finished=upload.status in (UploadStatus.DONE, UploadStatus.FAILED),
+        failed=upload.status == UploadStatus.FAILED,
     )

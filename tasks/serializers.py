@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tasks.models import ContextSampling, Round, Task
@@ -123,3 +125,52 @@ class ContextUploadSerializer(serializers.Serializer):
 
 class ImportResultSerializer(serializers.Serializer):
     imported = serializers.IntegerField()
+
+
+class UploadProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField(help_text="Bytes of the file read.")
+    total = serializers.IntegerField(help_text="Bytes of the file.")
+    percent = serializers.FloatField()
+    rate = serializers.FloatField(allow_null=True, help_text="Bytes per second.")
+    eta_seconds = serializers.FloatField(allow_null=True)
+    state = serializers.CharField()
+    state_label = serializers.CharField()
+    finished = serializers.BooleanField()
+    failed = serializers.BooleanField()
+
+
+class UploadJobSerializer(serializers.Serializer):
+    """A big upload imported by a job (``202`` from an upload endpoint; poll ``url``)."""
+
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    task = serializers.CharField(source="task.code")
+    filename = serializers.CharField()
+    size = serializers.IntegerField()
+    status = serializers.CharField()
+    rows = serializers.IntegerField(help_text="Rows imported (once done).")
+    result_url = serializers.CharField(help_text="The page of what was imported (once done).")
+    error_code = serializers.CharField()
+    error_message = serializers.CharField()
+    errors = serializers.JSONField(help_text="Every bad line of a refused file.")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.SerializerMethodField(help_text="This status, to poll.")
+    page = serializers.SerializerMethodField(help_text="The progress page.")
+    progress = serializers.SerializerMethodField()
+
+    @extend_schema_field(UploadProgressSerializer)
+    def get_progress(self, upload) -> dict:
+        return vars(self.context["progress"])
+
+    def get_url(self, upload) -> str:
+        return reverse("api:upload-detail", kwargs={"pk": upload.pk})
+
+    def get_page(self, upload) -> str:
+        return reverse("tasks:upload", kwargs={"pk": upload.pk})
+
+
+def upload_job_body(upload, progress) -> dict:
+    """The API body of an upload job: the job and its progress."""
+    return UploadJobSerializer(upload, context={"progress": progress}).data

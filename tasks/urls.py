@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tasks.views import accounts, docs
+from tasks.views import accounts, docs, uploads
 from tasks.views import pages as views
 
 app_name = "tasks"
@@ -13,4 +13,8 @@ urlpatterns = [
     path("profile/", views.ProfileView.as_view(), name="profile"),
     path("accounts/signup/", accounts.SignUpView.as_view(), name="signup"),
     path("docs/<slug:slug>/", docs.DocumentationView.as_view(), name="documentation"),
+    path("uploads/<int:pk>/", uploads.UploadJobView.as_view(), name="upload"),
+    path(
+        "uploads/<int:pk>/progress", uploads.UploadJobProgressView.as_view(), name="upload_progress"
+    ),
 ]

@@ -198,6 +198,8 @@ RQ_QUEUES = {
     "live": {**_REDIS, "DEFAULT_TIMEOUT": 60, "DEFAULT_RESULT_TTL": 600},
     # Evaluation shards and finalize jobs.
     "eval": {**_REDIS, "DEFAULT_TIMEOUT": 3600, "DEFAULT_RESULT_TTL": 3600},
+    # Model health checks: their own worker, so a probe never waits behind an evaluation.
+    "health": {**_REDIS, "DEFAULT_TIMEOUT": 300, "DEFAULT_RESULT_TTL": 300},
     "default": {**_REDIS, "DEFAULT_TIMEOUT": 600, "DEFAULT_RESULT_TTL": 3600},
 }
 # No django_rq queue admin: its fake Queue model has no table and needs django_rq.urls.
@@ -274,6 +276,11 @@ SIGNUP_RATE_LIMIT = int(os.environ.get("DYNATASK_SIGNUP_RATE_LIMIT", "10"))
 # Entries: hostnames ("localhost"), addresses ("127.0.0.1") or networks ("10.0.0.0/8").
 MODELS_HUB_ALLOWED_HOSTS = env_list("MODELS_HUB_ALLOWED_HOSTS", "")
 MODELS_HUB_MAX_RESPONSE_BYTES = int(os.environ.get("MODELS_HUB_MAX_RESPONSE_BYTES", 2_000_000))
+# The most a model's read timeout may be, in seconds: a slow endpoint holds a worker that
+# long per batch. Staff raise it per model (the ``raise_read_timeout`` permission).
+MODELS_HUB_READ_TIMEOUT_CAP = float(os.environ.get("MODELS_HUB_READ_TIMEOUT_CAP", "60"))
+# Models one user may register per task in 24 hours (the task's owners apart; 0: no limit).
+MODELS_HUB_REGISTRATIONS_PER_DAY = int(os.environ.get("MODELS_HUB_REGISTRATIONS_PER_DAY", "5"))
 # Seconds between the periodic health checks of every registered model (RQ cron).
 MODELS_HUB_HEALTH_INTERVAL = int(os.environ.get("MODELS_HUB_HEALTH_INTERVAL", "60"))
 
@@ -304,7 +311,7 @@ ANNOTATION_LIVE_RESULT_TTL = int(os.environ.get("ANNOTATION_LIVE_RESULT_TTL", "6
 # The periodic jobs that ``manage.py run_cron`` registers with RQ's cron scheduler:
 # (dotted path of the job function, queue, interval in seconds).
 PERIODIC_JOBS = [
-    ("models_hub.jobs.health_check_all_job", "default", MODELS_HUB_HEALTH_INTERVAL),
+    ("models_hub.jobs.health_check_all_job", "health", MODELS_HUB_HEALTH_INTERVAL),
     ("annotation.stats.buffer.counters_flush_job", "live", ANNOTATION_COUNTER_FLUSH_SECONDS),
     ("annotation.live.watchdog.live_watchdog_job", "live", ANNOTATION_LIVE_WATCHDOG_SECONDS),
 ]
@@ -312,8 +319,20 @@ PERIODIC_JOBS = [
 # --- Leaderboards --------------------------------------------------------------------------
 # Memory of the reference instance: memory enters the Dynascore as "memory saved" (GB).
 LEADERBOARD_INSTANCE_MEMORY_GB = float(os.environ.get("LEADERBOARD_INSTANCE_MEMORY_GB", "16"))
+# Fair evaluation (``leaderboards.services.scheduling``): how many shard jobs of one model run
+# at once, and how long one job sends before the model gives its turn to the others.
+EVAL_SHARDS_PER_MODEL = int(os.environ.get("EVAL_SHARDS_PER_MODEL", "1"))
+EVAL_SHARD_SLICE_SECONDS = float(os.environ.get("EVAL_SHARD_SLICE_SECONDS", "30"))
 # Seconds a computed leaderboard page is reused (keyed by viewer, weights and data version).
 LEADERBOARD_CACHE_SECONDS = int(os.environ.get("LEADERBOARD_CACHE_SECONDS", "300"))
+
+# --- Uploads (datasets, contexts) ----------------------------------------------------------
+# A file over UPLOAD_INLINE_MAX_BYTES is imported by an RQ job (with a progress page), not
+# in its request; any file over UPLOAD_MAX_BYTES, or over UPLOAD_MAX_ROWS rows, is refused
+# (0: no cap).
+UPLOAD_INLINE_MAX_BYTES = int(os.environ.get("UPLOAD_INLINE_MAX_BYTES", str(5 * 1024 * 1024)))
+UPLOAD_MAX_BYTES = int(os.environ.get("UPLOAD_MAX_BYTES", str(1024 * 1024 * 1024)))
+UPLOAD_MAX_ROWS = int(os.environ.get("UPLOAD_MAX_ROWS", "2000000"))
 
 # Salt for anonymised worker ids in exports.
 EXPORT_WORKER_ID_SALT = os.environ.get("EXPORT_WORKER_ID_SALT", "")

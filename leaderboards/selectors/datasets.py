@@ -5,6 +5,13 @@ else sees those of **public** datasets only, which their owners published with t
 (a public development set) and which never enter the ranking. The gold of scoring and
 standard datasets stays with the owners, and hidden datasets (and their scores) are not
 visible to non-owners at all.
+
+Sealed datasets (``dataset_is_sealed``: hidden ones and the perturbed copies of hidden ones)
+give no figure to anyone but the task's owners (superusers among them): no score, CI,
+per-tag value, per-example result, nor count of correct or failed examples, on any surface
+(``dataset_figures_visible``). Their inputs go to the endpoints of models whose owner does
+not own the task only when the owners allow it (``dataset_inputs_go_to``; the
+``inputs_to_others`` field, no by default for a hidden dataset).
 """
 
 from __future__ import annotations
@@ -23,11 +30,64 @@ from tasks.permissions import can_manage_task, can_view_task
 EXAMPLES_PER_PAGE = 25
 
 
+SEALED = Q(access_type=AccessType.HIDDEN) | Q(perturbation_of__access_type=AccessType.HIDDEN)
+
+
+def dataset_is_sealed(dataset: Dataset) -> bool:
+    """Return True for a hidden dataset and for a perturbed copy of one.
+
+    Reads ``dataset.perturbation_of`` of a copy: select it with the dataset.
+    """
+    if dataset.access_type == AccessType.HIDDEN:
+        return True
+    return (
+        dataset.perturbation_of_id is not None
+        and dataset.perturbation_of.access_type == AccessType.HIDDEN
+    )
+
+
+def dataset_figures_visible(dataset: Dataset, user) -> bool:
+    """Return True when ``user`` may see figures of ``dataset`` (see the module)."""
+    return not dataset_is_sealed(dataset) or can_manage_task(user, dataset.task)
+
+
+def dataset_inputs_to_others(dataset: Dataset) -> bool:
+    """Return True when the inputs of ``dataset`` may go to others' endpoints.
+
+    A perturbed copy follows its original (select ``perturbation_of`` with it).
+    """
+    source = dataset.perturbation_of if dataset.perturbation_of_id is not None else dataset
+    return source.inputs_to_others
+
+
+# The refusal of a run whose dataset keeps its inputs from the model (the code is stable).
+INPUTS_PRIVATE = "run.inputs_private"
+INPUTS_PRIVATE_MESSAGE = (
+    "the task's owners send the inputs of this dataset only to their own models"
+)
+
+
+def task_owner_ids(task: Task) -> set[int]:
+    """Return the ids of the users who own ``task`` (superusers excepted: check them apart)."""
+    return set(task.owners.values_list("pk", flat=True))
+
+
+def dataset_inputs_go_to(dataset: Dataset, model, owner_ids: set[int]) -> bool:
+    """Return True when the inputs of ``dataset`` may go to ``model``'s endpoint.
+
+    Yes for a model of the task's owners (``owner_ids``, from ``task_owner_ids``) or of a
+    superuser (select ``owner`` with the model); for others' models, as the dataset says.
+    """
+    if model.owner_id in owner_ids or model.owner.is_superuser:
+        return True
+    return dataset_inputs_to_others(dataset)
+
+
 def datasets_for_task(task: Task, user) -> list[Dataset]:
-    """Return the task's datasets that ``user`` may see (hidden ones: owners only)."""
+    """Return the task's datasets that ``user`` may see (sealed ones: owners only)."""
     datasets = Dataset.objects.filter(task=task).select_related("round", "perturbation_of")
     if not can_manage_task(user, task):
-        datasets = datasets.filter(~Q(access_type=AccessType.HIDDEN))
+        datasets = datasets.filter(~SEALED)
     return list(datasets.order_by("perturbation_of_id", "name", "pk"))
 
 
@@ -44,7 +104,7 @@ def dataset_get_visible(task: Task, slug: str, user) -> Dataset:
     )
     if dataset is None or not can_view_task(user, task):
         raise NotFound(f"no dataset {slug}")
-    if dataset.access_type == AccessType.HIDDEN and not can_manage_task(user, task):
+    if not dataset_figures_visible(dataset, user):
         raise NotFound(f"no dataset {slug}")
     return dataset
 
@@ -119,6 +179,7 @@ class DatasetDetail:
     is_owner: bool
     perturbations: list[Dataset]
     shows_gold: bool = False
+    inputs_to_others: bool = True
 
 
 def dataset_detail(task: Task, slug: str, user, page: Any = 1) -> DatasetDetail:
@@ -133,4 +194,5 @@ def dataset_detail(task: Task, slug: str, user, page: Any = 1) -> DatasetDetail:
         is_owner=is_owner,
         perturbations=list(dataset.perturbations.all()) if is_owner else [],
         shows_gold=dataset_gold_visible(dataset, user),
+        inputs_to_others=dataset_inputs_to_others(dataset),
     )

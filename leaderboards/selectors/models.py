@@ -14,6 +14,7 @@ from typing import Any
 
 from leaderboards.models import AccessType, Dataset, EvaluationRun, Prediction, Score
 from leaderboards.selectors.datasets import dataset_gold_visible
+from leaderboards.selectors.runs import runs_viewed, runs_visible_for_model
 from models_hub.models import Model
 from tasks.metrics import MetricError, get_metric
 from tasks.permissions import can_browse_predictions, can_manage_task
@@ -31,17 +32,17 @@ class ModelResults:
 def model_results(model: Model, user) -> ModelResults:
     """Return ``model``'s scores per dataset and its evaluation runs (two queries).
 
-    Scores and runs on hidden datasets are for the task's owners only.
+    Scores on hidden datasets are for the task's owners only. The model's owner also sees
+    its runs on hidden datasets, masked (``leaderboards.selectors.runs``); others do not.
     """
     manages = can_manage_task(user, model.task)
     scores = Score.objects.filter(model=model).select_related("dataset", "dataset__round")
-    runs = EvaluationRun.objects.filter(model=model).select_related("dataset")
     if not manages:
         scores = scores.exclude(dataset__access_type=AccessType.HIDDEN)
-        runs = runs.exclude(dataset__access_type=AccessType.HIDDEN)
+    runs = runs_visible_for_model(model, user).order_by("-created_at")[:50]
     return ModelResults(
         scores=list(scores.order_by("dataset__round__number", "dataset__name")),
-        runs=list(runs.order_by("-created_at")[:50]),
+        runs=runs_viewed(list(runs), model, user),
         shows_hidden=manages,
     )
 

@@ -1,16 +1,41 @@
-"""Reads of evaluation runs: a run as its viewer may see it, its progress, a model's runs."""
+"""Reads of evaluation runs: a run as its viewer may see it, its progress, a model's runs.
+
+Who sees a run: the task's owners (superusers among them) and the model's owner, always;
+others when the model is published and the dataset is not sealed.
+
+What a model's owner who does not own the task sees of a run on a sealed dataset
+(``leaderboards.selectors.datasets.dataset_is_sealed``) is the **sealed view**: that the
+model was evaluated on a hidden dataset, the run's state, trigger and times, and its
+progress in examples sent and answered (done/total, rate, ETA). Never the dataset's name or
+slug, a score, a CI, a per-tag value, a count of failed examples, nor an error message
+other than their own endpoint's (codes ``model.*``: the model's failures, which its owner
+needs to fix it). The selectors return such runs **masked** (``run.sealed`` is True and the
+figures are blanked on the instance), so every page, partial and API body built from them
+shows the same thing; a masked run is never saved.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models import Q
 from django.utils import timezone
 
 from leaderboards.models import AccessType, EvaluationRun, RunStatus, Score
+from leaderboards.selectors.datasets import dataset_is_sealed
 from models_hub.selectors import model_can_edit
 from tasks.errors import NotFound
-from tasks.permissions import can_view_task
+from tasks.permissions import can_manage_task, can_view_task
+
+SEALED_DATASET_LABEL = "a hidden dataset"
+SEALED_ERROR_MESSAGE = "the evaluation on a hidden dataset stopped; the task's owners see why"
+# Errors of the model's own endpoint, whose messages its owner sees on a sealed run.
+MODEL_ERROR_PREFIX = "model."
+# Runs on a sealed dataset (``dataset_is_sealed`` as a filter).
+SEALED_RUN = Q(dataset__access_type=AccessType.HIDDEN) | Q(
+    dataset__perturbation_of__access_type=AccessType.HIDDEN
+)
 
 
 @dataclass(frozen=True)
@@ -58,46 +83,94 @@ def run_progress(run: EvaluationRun, now: datetime | None = None) -> RunProgress
     )
 
 
+def run_seal(run: EvaluationRun) -> EvaluationRun:
+    """Mask ``run`` in place for a viewer who may not see its dataset's figures; return it.
+
+    Sets ``run.sealed``; blanks the failed count and any error text that is not the
+    model's own (see the module). Never save a masked run.
+    """
+    run.sealed = True
+    run.failed_count = None
+    if not run.error_code.startswith(MODEL_ERROR_PREFIX):
+        run.error_message = SEALED_ERROR_MESSAGE if run.error_code else ""
+        run.first_bad_response = ""
+    return run
+
+
+def _viewed(run: EvaluationRun, user, manages: bool) -> EvaluationRun:
+    """Return ``run`` as ``user`` sees it: masked on a sealed dataset unless ``manages``."""
+    run.sealed = False
+    if not manages and dataset_is_sealed(run.dataset):
+        run_seal(run)
+    return run
+
+
 def run_get_visible(run_id: int, user) -> EvaluationRun:
-    """Return run ``run_id`` if ``user`` may see it, else raise NotFound.
+    """Return run ``run_id`` as ``user`` may see it (masked when sealed), else raise NotFound.
 
     Visible to the task's owners and the model's owner; to others when the model is
-    published and the dataset is not hidden.
+    published and the dataset is not sealed.
     """
     run = (
-        EvaluationRun.objects.select_related("model__task", "model__owner", "dataset__task")
+        EvaluationRun.objects.select_related(
+            "model__task", "model__owner", "dataset__task", "dataset__perturbation_of"
+        )
         .filter(pk=run_id)
         .first()
     )
     if run is None or not can_view_task(user, run.dataset.task):
         raise NotFound(f"no run {run_id}")
-    if model_can_edit(run.model, user):
-        return run
-    if run.model.is_published and run.dataset.access_type != AccessType.HIDDEN:
-        return run
+    manages = can_manage_task(user, run.dataset.task)
+    if manages or model_can_edit(run.model, user):
+        return _viewed(run, user, manages)
+    if run.model.is_published and not dataset_is_sealed(run.dataset):
+        return _viewed(run, user, manages)
     raise NotFound(f"no run {run_id}")
 
 
-def runs_for_model(model, user, *, limit: int = 50) -> list[tuple[EvaluationRun, RunProgress]]:
-    """Return the latest run per dataset of ``model`` with its progress (owners see hidden)."""
-    runs = EvaluationRun.objects.filter(model=model).select_related("dataset")
+def runs_visible_for_model(model, user):
+    """Return the queryset of ``model``'s runs that ``user`` may see (not masked yet).
+
+    The task's owners and the model's owner see every run (sealed ones masked by
+    ``runs_viewed``); others none on a sealed dataset.
+    """
+    runs = EvaluationRun.objects.filter(model=model).select_related("dataset__perturbation_of")
     if not model_can_edit(model, user):
-        runs = runs.exclude(dataset__access_type=AccessType.HIDDEN)
+        runs = runs.exclude(SEALED_RUN)
+    return runs
+
+
+def runs_viewed(runs, model, user) -> list[EvaluationRun]:
+    """Return ``runs`` of ``model`` as ``user`` sees them (masked where sealed)."""
+    manages = can_manage_task(user, model.task)
+    for run in runs:
+        _viewed(run, user, manages)
+    return list(runs)
+
+
+def runs_for_model(model, user, *, limit: int = 50) -> list[tuple[EvaluationRun, RunProgress]]:
+    """Return the latest run per dataset of ``model`` with its progress, as ``user`` may see
+    them (sealed ones masked, ordered after the others)."""
     latest: dict[int, EvaluationRun] = {}
-    for run in runs.order_by("-created_at", "-pk")[: limit * 4]:
+    for run in runs_visible_for_model(model, user).order_by("-created_at", "-pk")[: limit * 4]:
         latest.setdefault(run.dataset_id, run)
+    runs = runs_viewed(list(latest.values()), model, user)
     now = timezone.now()
-    ordered = sorted(latest.values(), key=lambda run: (run.dataset.name, run.pk))[:limit]
-    return [(run, run_progress(run, now)) for run in ordered]
+    # Sealed runs last, by id: their datasets' names are not shown, nor used.
+    ordered = sorted(
+        runs, key=lambda run: (run.sealed, "" if run.sealed else run.dataset.name, run.pk)
+    )
+    return [(run, run_progress(run, now)) for run in ordered[:limit]]
 
 
 def run_visible_score(run: EvaluationRun, user) -> Score | None:
-    """Return the Score that ``run`` feeds (its original dataset's), unless hidden from ``user``.
+    """Return the Score that ``run`` feeds (its original dataset's), unless sealed for ``user``.
 
-    The model's owner and the task's owners see it; others not on a hidden dataset. One
-    query, none when hidden.
+    Pass a run from ``run_get_visible`` (masked for its viewer). One query, none when sealed.
     """
-    if not model_can_edit(run.model, user) and run.dataset.access_type == AccessType.HIDDEN:
+    if getattr(run, "sealed", False) or (
+        dataset_is_sealed(run.dataset) and not can_manage_task(user, run.dataset.task)
+    ):
         return None
     return (
         Score.objects.filter(

@@ -3,7 +3,9 @@
 Datasets
     ``dataset_import`` streams a JSON Lines or CSV file (``tasks.uploads``), checks every line
     against the task config (``tasks.config.values.check_dataset_row``) and writes rows with
-    ``bulk_create`` in batches inside one transaction. The first bad line stops the writing,
+    ``bulk_create`` in batches inside one transaction (at most ``UPLOAD_MAX_ROWS`` rows; a
+    big file is imported by a job: ``leaderboards.services.uploads.dataset_upload``). The
+    first bad line stops the writing,
     not the checking; up to 100 problems are collected, each naming its line, and the
     transaction is rolled back (``InvalidUpload``). Re-uploading a slug replaces its rows and
     re-evaluates. ``DatasetExample.inputs`` holds exactly ``config.model_input_names`` (``uid``
@@ -14,7 +16,14 @@ Perturbed copies
     generated with ``dataset_generate_perturbation`` (``leaderboards.perturb``, seeded, so the
     same seed gives the same rows). Generated copies perturb the worker-written text fields
     (statement, hypothesis, question...), not the owner's contexts. A copy is evaluated as
-    its own run (``leaderboards.services.runs``).
+    its own run (``leaderboards.services.runs``). A copy of a hidden dataset is hidden, and
+    every copy sends its inputs where its original does (``inputs_to_others``).
+
+Inputs to others' models
+    ``inputs_to_others`` says whether the inputs may go to the endpoints of models whose
+    owner does not own the task. Left out (None), a new dataset takes the default of its
+    access type (no for hidden, yes otherwise); a replaced one keeps its choice, except that
+    it turns to no when the dataset becomes hidden.
 """
 
 from __future__ import annotations
@@ -40,6 +49,8 @@ from tasks.config.values import check_dataset_row
 from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tasks.models import Task
 from tasks.permissions import can_manage_task
+from tasks.services import upload_max_rows
+from tasks.upload_streams import capped_records
 from tasks.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
 
 logger = logging.getLogger(__name__)
@@ -87,6 +98,7 @@ def dataset_import(
     weight: float | None = None,
     perturbation_of: Dataset | str | None = None,
     perturbation_kind: str = "",
+    inputs_to_others: bool | None = None,
     user=None,
     evaluate: bool = True,
 ) -> Dataset:
@@ -133,6 +145,11 @@ def dataset_import(
                 + ("a perturbed copy" if dataset.perturbation_of_id else "an original dataset"),
                 code="dataset.slug_taken",
             )
+        if original is not None and original.access_type == AccessType.HIDDEN:
+            access_type = AccessType.HIDDEN
+        dataset.inputs_to_others = _inputs_to_others(
+            dataset if replacing else None, access_type, inputs_to_others
+        )
         dataset.name = name
         dataset.access_type = access_type
         dataset.round = round_
@@ -154,9 +171,8 @@ def dataset_import(
         original_uids = (
             set(original.examples.values_list("uid", flat=True)) if original is not None else None
         )
-        count = _write_examples(
-            dataset, config, iter_records(stream, fmt), fmt, errors, perturbed, original_uids
-        )
+        records = capped_records(iter_records(stream, fmt), upload_max_rows())
+        count = _write_examples(dataset, config, records, fmt, errors, perturbed, original_uids)
         if not errors and count == 0:
             errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
         if errors:
@@ -164,6 +180,8 @@ def dataset_import(
         else:
             dataset.row_count = count
             dataset.save(update_fields=["row_count", "updated_at"])
+            if original is None:
+                dataset_copies_follow(dataset)
             if replacing and original is None:
                 for copy in dataset.perturbations.filter(generated=True):
                     _regenerate(copy, config)
@@ -173,6 +191,27 @@ def dataset_import(
         raise upload_error(errors, "upload")
     logger.info("dataset %s imported into %s: %s rows", slug, task.code, count)
     return dataset
+
+
+def _inputs_to_others(existing: Dataset | None, access_type: str, choice: bool | None) -> bool:
+    """Return the ``inputs_to_others`` of an uploaded dataset (see the module)."""
+    if choice is not None:
+        return bool(choice)
+    if access_type == AccessType.HIDDEN and (
+        existing is None or existing.access_type != AccessType.HIDDEN
+    ):
+        return False
+    if existing is not None:
+        return existing.inputs_to_others
+    return access_type != AccessType.HIDDEN
+
+
+def dataset_copies_follow(original: Dataset) -> None:
+    """Make the perturbed copies of ``original`` hidden when it is, and share its inputs rule."""
+    copies = original.perturbations.all()
+    copies.update(inputs_to_others=original.inputs_to_others)
+    if original.access_type == AccessType.HIDDEN:
+        copies.exclude(access_type=AccessType.HIDDEN).update(access_type=AccessType.HIDDEN)
 
 
 def _write_examples(
@@ -308,6 +347,7 @@ def dataset_generate_perturbation(
             )
         copy.name = f"{dataset.name} ({kind})"
         copy.access_type = dataset.access_type
+        copy.inputs_to_others = dataset.inputs_to_others
         copy.round = dataset.round
         copy.description = f"{kind.capitalize()} perturbation of {dataset.name}, seed {seed!r}."
         copy.config_version_id = task.current_config_id

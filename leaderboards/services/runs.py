@@ -5,6 +5,13 @@ original's run (``evaluation_run_create``). Each finalize (of the original's run
 copy's run) recomputes the one ``Score`` of (model, original dataset) from the latest done
 runs (``leaderboards.services.scores``), so the delta metrics appear as soon as the copy's
 run is done. Perturbed datasets never get a Score of their own.
+
+The inputs of a dataset go to a model's endpoint only when the dataset allows it
+(``leaderboards.selectors.datasets.dataset_inputs_go_to``): a model whose owner does not own
+the task gets no run of a dataset that keeps its inputs to the owners' models (hidden
+datasets by default). Bulk creation leaves those pairs out; asking for one is refused with
+``run.inputs_private``; a shard that finds the rule changed since its run was queued fails
+with the same code (``leaderboards.services.scheduling``).
 """
 
 from __future__ import annotations
@@ -13,6 +20,12 @@ from django.db import transaction
 
 from leaderboards import jobs
 from leaderboards.models import Dataset, EvaluationRun, EvaluationShard, RunStatus, RunTrigger
+from leaderboards.selectors.datasets import (
+    INPUTS_PRIVATE,
+    INPUTS_PRIVATE_MESSAGE,
+    dataset_inputs_go_to,
+    task_owner_ids,
+)
 from models_hub.models import Model, ModelStatus
 from models_hub.selectors import model_can_edit
 from tasks.errors import PermissionDenied, ServiceError
@@ -22,6 +35,11 @@ from tasks.errors import PermissionDenied, ServiceError
 # queries cost a tenth of the throughput. Shards resume where they stopped, so a larger
 # shard loses nothing on a retry.
 DEFAULT_SHARD_SIZE = 10_000
+
+
+def _require_inputs_allowed(model: Model, dataset: Dataset) -> None:
+    if not dataset_inputs_go_to(dataset, model, task_owner_ids(dataset.task)):
+        raise PermissionDenied(INPUTS_PRIVATE_MESSAGE, code=INPUTS_PRIVATE)
 
 
 def _enqueue_after_commit(run: EvaluationRun) -> None:
@@ -76,6 +94,7 @@ def evaluation_run_create(
             "this model has no endpoint: upload a predictions file instead",
             code="run.no_endpoint",
         )
+    _require_inputs_allowed(model, dataset)
     shard_size = max(1, shard_size or DEFAULT_SHARD_SIZE)
     run = _create_one_run(model, dataset, trigger=trigger, user=user, shard_size=shard_size)
     if include_perturbations and dataset.perturbation_of_id is None:
@@ -90,6 +109,7 @@ def _evaluable_models(task_id: int):
         .exclude(protocol="none")
         .exclude(endpoint_url="")
         .exclude(status=ModelStatus.DISABLED)
+        .select_related("owner")
         .order_by("pk")
     )
 
@@ -98,12 +118,15 @@ def _evaluable_models(task_id: int):
 def evaluation_runs_for_dataset(
     dataset: Dataset, *, trigger: str = RunTrigger.DATASET_ADDED, user=None
 ) -> list[EvaluationRun]:
-    """Create a run of every model with an endpoint of the dataset's task on ``dataset``."""
+    """Create a run of every model with an endpoint of the dataset's task on ``dataset``
+    (the models its inputs may go to)."""
     if dataset.row_count == 0:
         return []
+    owner_ids = task_owner_ids(dataset.task)
     return [
         evaluation_run_create(model, dataset, trigger=trigger, include_perturbations=False)
         for model in _evaluable_models(dataset.task_id)
+        if dataset_inputs_go_to(dataset, model, owner_ids)
     ]
 
 
@@ -111,15 +134,18 @@ def evaluation_runs_for_dataset(
 def evaluation_runs_for_model(
     model: Model, *, trigger: str = RunTrigger.MODEL_REGISTERED, user=None
 ) -> list[EvaluationRun]:
-    """Create runs of ``model`` on every original dataset of its task (copies come along)."""
+    """Create runs of ``model`` on every original dataset of its task (copies come along)
+    whose inputs may go to it."""
     if not model.has_endpoint or model.status == ModelStatus.DISABLED:
         return []
     datasets = Dataset.objects.filter(
         task_id=model.task_id, perturbation_of__isnull=True, row_count__gt=0
     ).select_related("task")
+    owner_ids = task_owner_ids(model.task)
     return [
         evaluation_run_create(model, dataset, trigger=trigger, user=user)
         for dataset in datasets.order_by("pk")
+        if dataset_inputs_go_to(dataset, model, owner_ids)
     ]
 
 
@@ -131,9 +157,14 @@ def run_can_manage(run: EvaluationRun, user) -> bool:
 @transaction.atomic
 def evaluation_run_retry(run: EvaluationRun, *, user=None) -> EvaluationRun:
     """Re-queue the unfinished shards of a failed run; stored predictions are kept (resume)."""
-    run = EvaluationRun.objects.select_for_update().select_related("model__task").get(pk=run.pk)
+    run = (
+        EvaluationRun.objects.select_for_update(of=("self",))
+        .select_related("model__task", "model__owner", "dataset__task", "dataset__perturbation_of")
+        .get(pk=run.pk)
+    )
     if user is not None and not run_can_manage(run, user):
         raise PermissionDenied("only the model's owner or the task's owners can retry this run")
+    _require_inputs_allowed(run.model, run.dataset)
     if run.trigger == RunTrigger.PREDICTIONS_UPLOAD:
         raise ServiceError("upload the predictions file again instead", code="run.not_retryable")
     if run.status != RunStatus.FAILED:

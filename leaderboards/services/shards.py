@@ -125,8 +125,15 @@ def _write_predictions(run_id: int, batches: list[list[Any]]) -> int:
     )
 
 
-def shard_execute(shard_id: int) -> dict[str, Any]:
-    """Run one shard (idempotent: done shards and finished runs are skipped)."""
+def shard_execute(shard_id: int, deadline: float | None = None) -> dict[str, Any]:
+    """Run one shard (idempotent: done shards and finished runs are skipped).
+
+    With ``deadline`` (a ``time.monotonic()`` value) the shard stops sending once it has
+    passed, after one batch per HTTP thread at least: batches not yet sent are dropped, those
+    in flight are answered and written, and ``{"status": "paused"}`` is returned; the next
+    run of the shard resumes from the stored predictions (``leaderboards.services.scheduling``
+    gives the turn to other models meanwhile).
+    """
     shard = (
         EvaluationShard.objects.select_related(
             "run__model", "run__dataset__task", "run__config_version"
@@ -157,6 +164,8 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
     latencies: list[float] = list(shard.batch_latencies_ms or [])
     state = _Flush()
     sent = 0
+    submitted = 0
+    paused = False
     error: ModelCallError | None = None
     last_flush = time.perf_counter()
 
@@ -225,18 +234,35 @@ def shard_execute(shard_id: int) -> dict[str, Any]:
                 collect(pending.popleft())
             if error is not None:
                 break
+            if (
+                deadline is not None
+                and submitted >= endpoint.max_concurrency
+                and time.monotonic() >= deadline
+            ):
+                paused = True
+                break
             pending.append(pool.submit(call, example_ids, inputs))
+            submitted += 1
             sent += len(example_ids)
             if state.examples >= WRITE_CHUNK:
                 flush()
+        if paused:
+            # Batches no HTTP thread has taken yet are dropped: sent again next turn.
+            for future in pending:
+                future.cancel()
         while pending:
-            collect(pending.popleft())
+            future = pending.popleft()
+            if future.cancelled():
+                continue
+            collect(future)
             if state.examples >= WRITE_CHUNK:
                 flush()
     flush()
     if error is not None:
         shard_fail(shard.pk, error.code, str(error), error.excerpt)
         return {"status": "failed", "error_code": error.code, "sent": sent}
+    if paused:
+        return {"status": "paused", "sent": sent}
     finalize = shard_complete(shard.pk)
     return {"status": "done", "sent": sent, "finalize": finalize}
 

@@ -11,9 +11,11 @@ from django.views import View
 
 from leaderboards.forms import DatasetUploadForm, PerturbationForm
 from leaderboards.selectors.datasets import dataset_detail, dataset_get_visible, datasets_for_task
-from leaderboards.services.datasets import dataset_generate_perturbation, dataset_import
+from leaderboards.services.datasets import dataset_generate_perturbation
+from leaderboards.services.uploads import dataset_upload
 from leaderboards.views.common import owned_task, task_or_404
 from tasks.errors import NotFound, ServiceError
+from tasks.models import UploadJob
 from tasks.permissions import can_manage_task
 
 
@@ -42,18 +44,16 @@ class DatasetUploadView(LoginRequiredMixin, View):
             return self.render(request, task, form, [], status=400)
         upload = form.cleaned_data["file"]
         try:
-            dataset = dataset_import(
-                task,
-                upload.file,
-                filename=upload.name,
-                user=request.user,
-                **form.import_arguments(),
-            )
+            result = dataset_upload(task, upload, user=request.user, **form.import_arguments())
         except ServiceError as error:
             form.add_error(None, error.message)
-            return self.render(request, task, form, error.details.get("errors", []), status=400)
-        messages.success(request, f"Imported {dataset.row_count} examples into {dataset.name}.")
-        return redirect("leaderboards:dataset_detail", code=task.code, slug=dataset.slug)
+            errors = error.details.get("errors", []) if isinstance(error.details, dict) else []
+            return self.render(request, task, form, errors, status=error.status)
+        if isinstance(result, UploadJob):
+            messages.info(request, "The file is big: a job imports it; follow it here.")
+            return redirect("tasks:upload", pk=result.pk)
+        messages.success(request, f"Imported {result.row_count} examples into {result.name}.")
+        return redirect("leaderboards:dataset_detail", code=task.code, slug=result.slug)
 
     def render(self, request, task, form, errors, status=200):
         config = task.config
@@ -81,6 +81,7 @@ class DatasetDetailView(View):
             "rows": detail.rows,
             "is_owner": detail.is_owner,
             "shows_gold": detail.shows_gold,
+            "inputs_to_others": detail.inputs_to_others,
             "perturbations": detail.perturbations,
             "perturb_form": PerturbationForm() if detail.is_owner else None,
         }

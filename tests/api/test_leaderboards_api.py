@@ -292,3 +292,143 @@ def test_snapshots_are_taken_by_owners_and_public(role, clients, scored):
 def test_unknown_fork_and_snapshot_are_404(clients):
     assert_error(clients["worker"].get("/api/v1/tasks/api-task/leaderboard/forks/nope/"), 404)
     assert_error(clients["worker"].get("/api/v1/tasks/api-task/leaderboard/snapshots/9/"), 404)
+
+
+# -- hidden datasets: the sealed view and where their inputs go --------------------------------
+def _hidden_run(model, dataset, **fields):
+    return EvaluationRun.objects.create(
+        model=model,
+        dataset=dataset,
+        config_version=dataset.config_version,
+        trigger="model_registered",
+        total=dataset.row_count,
+        **fields,
+    )
+
+
+@pytest.mark.parametrize(
+    ("error_code", "shown"),
+    [("model.timeout", "the model timed out"), ("run.finalize_failed", None)],
+)
+def test_a_models_owner_sees_a_hidden_run_sealed(
+    error_code, shown, clients, submitter, endpoint_model, datasets
+):
+    from leaderboards.models import Score
+    from leaderboards.selectors.runs import SEALED_ERROR_MESSAGE
+
+    hidden = datasets["hidden"]
+    run = _hidden_run(
+        endpoint_model,
+        hidden,
+        status=RunStatus.FAILED,
+        done=3,
+        failed_count=2,
+        error_code=error_code,
+        error_message="the model timed out" if shown else "macro_f1 of tag x: 0.42",
+    )
+    Score.objects.create(
+        model=endpoint_model,
+        dataset=hidden,
+        run=run,
+        config_version=hidden.config_version,
+        metrics={"macro_f1": 0.42},
+        per_tag={"x": {"macro_f1": 0.42}},
+        main_metric="macro_f1",
+        main_value=0.42,
+        ci_low=0.3,
+        ci_high=0.5,
+    )
+    body = client_for(submitter).get(f"/api/v1/runs/{run.pk}/").json()
+    assert body["sealed"] is True and body["dataset"] is None
+    assert body["score"] is None and body["failed_count"] is None
+    assert (body["done"], body["total"], body["progress"]["done"]) == (3, 5, 3)
+    assert body["status"] == "failed" and body["error_code"] == error_code
+    assert body["error_message"] == (shown or SEALED_ERROR_MESSAGE)
+    listed = client_for(submitter).get(f"/api/v1/models/{endpoint_model.pk}/runs/").json()
+    assert [(item["id"], item["sealed"], item["score"]) for item in listed] == [
+        (run.pk, True, None)
+    ]
+    owner = clients["owner"].get(f"/api/v1/runs/{run.pk}/").json()
+    assert owner["sealed"] is False and owner["dataset"] == "secret"
+    assert owner["score"]["main_value"] == 0.42 and owner["failed_count"] == 2
+    for role in ("anonymous", "worker", "other_owner"):
+        assert_error(clients[role].get(f"/api/v1/runs/{run.pk}/"), 404)
+
+
+def test_hidden_inputs_go_to_the_owners_models_only(clients, submitter, api_owner, api_task):
+    from leaderboards.services.runs import evaluation_runs_for_dataset
+
+    others = ModelFactory(
+        task=api_task,
+        owner=submitter,
+        name="others",
+        protocol="dynatask",
+        endpoint_url="http://127.0.0.1:9/",
+    )
+    owners = ModelFactory(
+        task=api_task,
+        owner=api_owner,
+        name="owners",
+        protocol="dynatask",
+        endpoint_url="http://127.0.0.1:9/",
+    )
+    hidden = _import(api_task, "secret", "hidden")
+    assert hidden.inputs_to_others is False
+    runs = evaluation_runs_for_dataset(hidden)
+    assert [run.model for run in runs] == [owners]
+    # The owners run the other model on it by hand: refused, with the reason.
+    response = clients["owner"].post(
+        f"/api/v1/models/{others.pk}/runs/", {"dataset": "secret"}, format="json"
+    )
+    assert_error(response, 403, "run.inputs_private")
+    listed = clients["owner"].get(f"/api/v1/tasks/{api_task.code}/datasets/secret/").json()
+    assert listed["inputs_to_others"] is False
+    # Allowed explicitly at upload: the other model is evaluated too.
+    response = clients["owner"].post(
+        f"/api/v1/tasks/{api_task.code}/datasets/",
+        {
+            "file": _file(sentiment_rows(3)),
+            "name": "Secret",
+            "slug": "secret",
+            "access_type": "hidden",
+            "inputs_to_others": "true",
+        },
+        format="multipart",
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["inputs_to_others"] is True
+    assert set(EvaluationRun.objects.filter(dataset=hidden).values_list("model", flat=True)) == {
+        others.pk,
+        owners.pk,
+    }
+
+
+def test_a_dataset_upload_without_the_choice_takes_the_default(clients, api_task):
+    for slug, access_type, expected in (("open", "scoring", True), ("closed", "hidden", False)):
+        response = clients["owner"].post(
+            f"/api/v1/tasks/{api_task.code}/datasets/",
+            {"file": _file(sentiment_rows(2)), "name": slug, "access_type": access_type},
+            format="multipart",
+        )
+        assert response.status_code == 201, response.content
+        assert response.json()["inputs_to_others"] is expected
+
+
+def test_a_big_dataset_upload_answers_202_and_the_caps_a_clear_error(clients, api_task, settings):
+    settings.UPLOAD_INLINE_MAX_BYTES = 100
+    url = f"/api/v1/tasks/{api_task.code}/datasets/"
+    body = {"file": _file(sentiment_rows(20)), "name": "Big"}
+    response = clients["owner"].post(url, body, format="multipart")
+    assert response.status_code == 202, response.content
+    upload = response.json()
+    assert (upload["kind"], upload["status"], upload["task"]) == ("dataset", "queued", "api-task")
+    assert clients["owner"].get(upload["url"]).json()["id"] == upload["id"]
+    assert_error(clients["worker"].get(upload["url"]), 404)
+    settings.UPLOAD_INLINE_MAX_BYTES = 10**9
+    settings.UPLOAD_MAX_ROWS = 10
+    body = {"file": _file(sentiment_rows(20)), "name": "Big"}
+    error = assert_error(clients["owner"].post(url, body, format="multipart"), 400)
+    assert error["details"]["errors"][-1]["code"] == "upload.E030"
+    settings.UPLOAD_MAX_BYTES = 50
+    body = {"file": _file(sentiment_rows(20)), "name": "Big"}
+    assert_error(clients["owner"].post(url, body, format="multipart"), 413, "upload.too_large")

@@ -185,3 +185,13 @@ def test_round_loop_put_and_errors(clients, endpoint_model, api_task):
     )
     response = client.put(url, {"models": []}, format="json")
     assert response.json()["models"] == []
+
+
+def test_registrations_beyond_the_daily_limit_get_a_429(clients, settings):
+    settings.MODELS_HUB_REGISTRATIONS_PER_DAY = 1
+    assert _register(clients["worker"], name="first").status_code == 201
+    response = _register(clients["worker"], name="second")
+    error = assert_error(response, 429, "model.registration_limit")
+    assert error["details"]["limit"] == 1 and error["details"]["wait_seconds"] > 0
+    assert int(response["Retry-After"]) == error["details"]["wait_seconds"]
+    assert _register(clients["owner"], name="owners").status_code == 201

@@ -34,6 +34,7 @@ from leaderboards.services.boards import fork_create, snapshot_create
 from leaderboards.services.datasets import dataset_import
 from leaderboards.services.predictions import predictions_import
 from leaderboards.tables.results import LeaderboardWeights
+from tasks.models import UploadJob
 from tests.factories import ContextFactory, ExampleFactory, ModelFactory, TaskFactory, UserFactory
 from tests.leaderboards.evalkit import sentiment_rows
 
@@ -79,6 +80,7 @@ def seeded(db, monkeypatch):
         task, user=owner, name="Mine", weights=LeaderboardWeights(metrics={}, datasets={})
     )
     snapshot = board_services_snapshot(task, owner)
+    upload = UploadJob.objects.create(task=task, kind="contexts", user=owner, filename="c.jsonl")
     return {
         "token": api_token_create(owner),
         "task": task.code,
@@ -87,6 +89,7 @@ def seeded(db, monkeypatch):
             "examples": example.pk,
             "runs": run.pk,
             "snapshots": snapshot.pk,
+            "uploads": upload.pk,
         },
         "slugs": {"datasets": dataset.slug, "forks": fork.slug},
     }

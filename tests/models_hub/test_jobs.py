@@ -67,8 +67,8 @@ def test_health_job_of_deleted_model_is_a_no_op(redis_connection):
 def test_registration_enqueues_a_health_check_run_by_a_worker(redis_connection, task, user):
     with model_server() as server:
         model = services.model_register(task=task, owner=user, name="r", endpoint_url=server.url)
-        assert django_rq.get_queue("default").count == 1
-        work("default")
+        assert django_rq.get_queue("health").count == 1
+        work("health")
     model.refresh_from_db()
     assert model.status == ModelStatus.HEALTHY
 
@@ -78,11 +78,11 @@ def test_health_check_all_fans_out(redis_connection, task, user):
         for name in ("a", "b"):
             services.model_register(task=task, owner=user, name=name, endpoint_url=server.url)
         services.model_register(task=task, owner=user, name="file", protocol="none")
-        django_rq.get_queue("default").empty()  # drop the registration checks
+        django_rq.get_queue("health").empty()  # drop the registration checks
         job = jobs.enqueue_health_check_all()
         assert job.timeout == jobs.HEALTH_ALL_JOB_TIMEOUT
         assert job.failure_ttl == jobs.HEALTH_FAILURE_TTL
-        work("default")  # runs the fan-out job and then the two checks it enqueued
+        work("health")  # runs the fan-out job and then the two checks it enqueued
     assert job.latest_result().return_value == {"enqueued": 2}
     statuses = dict(Model.objects.values_list("name", "status"))
     assert statuses == {"a": "healthy", "b": "healthy", "file": "unknown"}
@@ -130,14 +130,14 @@ def test_predict_endpoint_job_needs_no_db_and_refuses_tokens(redis_connection):
 
 def test_the_periodic_jobs_are_registered_with_rq_cron_and_run_cleanly(redis_connection, settings):
     settings.PERIODIC_JOBS = [
-        ("models_hub.jobs.health_check_all_job", "default", 17),
+        ("models_hub.jobs.health_check_all_job", "health", 17),
         ("annotation.stats.buffer.counters_flush_job", "live", 2),
         ("annotation.live.watchdog.live_watchdog_job", "live", 5),
     ]
     scheduler = jobs.cron_scheduler(redis_connection)
     registered = {job.func_name: (job.queue_name, job.interval) for job in scheduler.get_jobs()}
     assert registered == {
-        "models_hub.jobs.health_check_all_job": ("default", 17),
+        "models_hub.jobs.health_check_all_job": ("health", 17),
         "annotation.stats.buffer.counters_flush_job": ("live", 2),
         "annotation.live.watchdog.live_watchdog_job": ("live", 5),
     }
@@ -145,7 +145,7 @@ def test_the_periodic_jobs_are_registered_with_rq_cron_and_run_cleanly(redis_con
     assert all("timeout" not in job.job_options for job in scheduler.get_jobs())
     # The first tick enqueues every job at once, and a worker runs each cleanly.
     scheduler.enqueue_jobs()
-    for name in ("default", "live"):
+    for name in ("health", "live"):
         queue = django_rq.get_queue(name)
         queued = queue.get_jobs()
         assert queued
@@ -162,3 +162,7 @@ def test_the_settings_register_the_health_checks_the_flush_and_the_watchdog(sett
         "annotation.stats.buffer.counters_flush_job",
         "annotation.live.watchdog.live_watchdog_job",
     }
+    # Health checks have a queue of their own, with the shape of the others.
+    queues = {path: queue for path, queue, _interval in settings.PERIODIC_JOBS}
+    assert queues["models_hub.jobs.health_check_all_job"] == "health"
+    assert set(settings.RQ_QUEUES["health"]) == set(settings.RQ_QUEUES["eval"])

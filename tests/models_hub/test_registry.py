@@ -232,3 +232,50 @@ def test_registration_announces_the_model_after_commit(
         assert received == [model.pk]
     finally:
         model_registered.disconnect(receiver)
+
+
+@override_settings(MODELS_HUB_REGISTRATIONS_PER_DAY=2)
+def test_registrations_per_user_and_task_are_limited(task, owner, user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tasks.errors import TooManyRequests
+
+    first, _ = register(task, user, name="a"), register(task, user, name="b")
+    with pytest.raises(TooManyRequests) as caught:
+        register(task, user, name="c")
+    assert caught.value.code == "model.registration_limit" and caught.value.status == 429
+    assert 0 < caught.value.details["wait_seconds"] <= 86_400
+    # Another task, and the task's owners, are not counted against it.
+    assert register(TaskFactory(owners=[owner]), user, name="c").pk
+    assert [register(task, owner, name=f"own-{n}").pk for n in range(3)]
+    # A day after the first registration, one more is allowed.
+    a_day_ago = timezone.now() - timedelta(days=1, seconds=1)
+    Model.objects.filter(pk=first.pk).update(created_at=a_day_ago)
+    assert register(task, user, name="c").pk
+
+
+def test_the_read_timeout_is_capped_and_staff_raise_one_models_cap(task, user, settings):
+    from django.contrib.auth.models import Permission
+
+    settings.MODELS_HUB_READ_TIMEOUT_CAP = 60
+    with pytest.raises(ServiceError) as caught:
+        register(task, user, read_timeout=61)
+    assert caught.value.code == "model.invalid" and "at most 60 s" in caught.value.message
+    assert list(caught.value.details) == ["read_timeout"]
+    model = register(task, user, read_timeout=60)
+    with pytest.raises(PermissionDenied):
+        services.model_set_read_timeout_cap(model, user, 300)
+    staff = UserFactory(username="staff", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="raise_read_timeout"))
+    staff = type(staff).objects.get(pk=staff.pk)  # permissions are cached per instance
+    services.model_set_read_timeout_cap(model, staff, 300)
+    services.model_update_card(model, user, read_timeout=300)
+    assert selectors.endpoint_spec(model).read_timeout == 300
+    # A cap lowered later: calls use it at once; the stored value stands until changed.
+    services.model_set_read_timeout_cap(model, staff, None)
+    assert selectors.endpoint_spec(model).read_timeout == 60
+    services.model_update_card(model, user, description="still slow")
+    with pytest.raises(ServiceError):
+        services.model_update_card(model, user, read_timeout=120)

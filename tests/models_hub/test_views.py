@@ -203,4 +203,40 @@ def test_admin_health_action_enqueues(web, model, admin_user_obj, redis_connecti
     )
     assert response.status_code == 302
     # Enqueued after commit: in this test transaction, run the captured callbacks.
-    assert django_rq.get_queue("default").count in (0, 1)
+    assert django_rq.get_queue("health").count in (0, 1)
+
+
+def test_registrations_beyond_the_daily_limit_are_a_form_error(web, task, user, settings):
+    settings.MODELS_HUB_REGISTRATIONS_PER_DAY = 1
+    web.force_login(user)
+    url = reverse("models_hub:register", args=[task.code])
+    assert web.post(url, form_data(name="first")).status_code == 302
+    response = web.post(url, form_data(name="second"))
+    assert response.status_code == 200
+    assert "in the last 24 hours" in response.content.decode()
+    assert Model.objects.count() == 1
+
+
+def test_a_read_timeout_over_the_cap_is_a_field_error_and_staff_raise_the_cap(
+    web, model, user, owner, admin_user_obj, settings
+):
+    settings.MODELS_HUB_READ_TIMEOUT_CAP = 60
+    web.force_login(user)
+    url = reverse("models_hub:edit", args=[model.pk])
+    response = web.post(url, form_data(read_timeout="120", auth_token=""))
+    assert response.status_code == 200
+    assert "at most 60 s for this model" in response.content.decode()
+    assert Model.objects.get(pk=model.pk).read_timeout == 30
+    # The task's owner (staff, in the admin) cannot raise it: the cap is read-only there.
+    web.force_login(owner)
+    change_url = reverse("admin:models_hub_model_change", args=[model.pk])
+    assert 'name="read_timeout_cap"' not in web.get(change_url).content.decode()
+    # A superuser raises this model's cap, and the owner may then ask for 120 s.
+    web.force_login(admin_user_obj)
+    assert 'name="read_timeout_cap"' in web.get(change_url).content.decode()
+    change = form_data(owner=user.pk, name="mine", auth_token="", read_timeout_cap="300")
+    assert web.post(change_url, change).status_code == 302
+    assert Model.objects.get(pk=model.pk).read_timeout_cap == 300
+    web.force_login(user)
+    assert web.post(url, form_data(read_timeout="120", auth_token="")).status_code == 302
+    assert Model.objects.get(pk=model.pk).read_timeout == 120

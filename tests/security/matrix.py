@@ -68,6 +68,11 @@ MATRIX: dict[str, Check] = {
     # Sign-up: visitors get the form (open by default); a signed-in user goes home.
     "tasks:signup": row(200, 200, R, R, R, R, R),
     "tasks:documentation": everyone(200, kwargs=lambda w: {"slug": "task-config"}),
+    # A big upload imported by a job: its page and status are for the task's owners.
+    "tasks:upload": row(404, 404, 404, 404, 404, 200, 200, kwargs=lambda w: {"pk": w.upload.pk}),
+    "tasks:upload_progress": row(
+        404, 404, 404, 404, 404, 200, 200, kwargs=lambda w: {"pk": w.upload.pk}
+    ),
     # models hub
     "models_hub:detail": everyone(200),
     "models_hub:edit": row(L, L, 403, 403, 403, 200, 200),
@@ -149,6 +154,9 @@ MATRIX: dict[str, Check] = {
     "api:context-sample": row(401, 401, 200, 200, 200, 200, 200),
     # Uploads are multipart: a JSON body is refused (415) once the caller may upload at all.
     "api:context-upload": row(401, 401, 403, 403, 403, 415, 415, method=P),
+    "api:upload-detail": row(
+        404, 404, 404, 404, 404, 200, 200, kwargs=lambda w: {"pk": w.upload.pk}
+    ),
     "api:model-list": everyone(200),
     "api:model-detail": everyone(200),
     "api:model-publish": row(
@@ -368,6 +376,90 @@ ADMIN_MODELS: dict[str, tuple[str, object]] = {
     "axes.accessattempt": ("superuser_readonly", _axes_row("accessattempt")),
     "axes.accesslog": ("superuser_readonly", _axes_row("accesslog")),
     "axes.accessfailurelog": ("superuser_readonly", _axes_row("accessfailurelog")),
+}
+
+
+# --- figures of the hidden dataset ---------------------------------------------------------
+# Every surface that could show a figure of the hidden dataset (a score, a CI, a per-tag value,
+# a per-example result, a count of failed examples, an error text), with each role's outcome:
+# "F" when its answer changes with the figures (``world.set_hidden_figures``), "-" when it
+# is a 200 that stays the same, or the status code. Only the task's owners and superusers see
+# figures. The worker owns ``world.worker_model``, evaluated on the hidden dataset: they get
+# the sealed view of its run (state and progress), never a figure.
+F = "F"
+N = "-"
+
+
+def _url(name: str, **kwargs):
+    """Return a function of the world that reverses ``name``; values are world attribute paths."""
+
+    def path(world) -> str:
+        from django.urls import reverse
+
+        values = {}
+        for key, attribute in kwargs.items():
+            value = world
+            for part in attribute.split("."):
+                value = value[part] if isinstance(value, dict) else getattr(value, part)
+            values[key] = value
+        return reverse(name, kwargs=values)
+
+    return path
+
+
+HIDDEN_RUN = {"pk": "hidden_run.pk"}
+WORKER_MODEL = {"pk": "worker_model.pk"}
+CODE = {"code": "task.code"}
+HIDDEN_SLUG = {"code": "task.code", "slug": "datasets.hidden.slug"}
+
+HIDDEN_FIGURES: dict[str, tuple[object, tuple]] = {
+    "run page": (
+        _url("leaderboards:run_detail", run_id="hidden_run.pk"),
+        (404, 404, N, 404, 404, F, F),
+    ),
+    "run progress partial": (
+        _url("leaderboards:run_progress", run_id="hidden_run.pk"),
+        (404, 404, N, 404, 404, F, F),
+    ),
+    "API run": (_url("api:run-detail", **HIDDEN_RUN), (404, 404, N, 404, 404, F, F)),
+    "API model runs": (_url("api:model-runs", **WORKER_MODEL), (N, N, N, N, N, F, F)),
+    "API model scores": (_url("api:model-scores", **WORKER_MODEL), (N, N, N, N, N, F, F)),
+    "API owner's model scores": (_url("api:model-scores", pk="model.pk"), (N, N, N, N, N, F, F)),
+    "model page": (_url("leaderboards:model", **WORKER_MODEL), (N, N, N, N, N, F, F)),
+    "model page, hidden examples": (
+        lambda w: _url("leaderboards:model", **WORKER_MODEL)(w)
+        + f"?dataset={w.datasets['hidden'].slug}",
+        (N, N, N, N, N, F, F),
+    ),
+    "owner's model page": (_url("leaderboards:model", pk="model.pk"), (N, N, N, N, N, F, F)),
+    "model runs partial": (
+        _url("leaderboards:model_runs_progress", **WORKER_MODEL),
+        (N, N, N, N, N, F, F),
+    ),
+    "model card": (_url("models_hub:detail", **WORKER_MODEL), (N, N, N, N, N, N, N)),
+    "API model": (_url("api:model-detail", **WORKER_MODEL), (N, N, N, N, N, N, N)),
+    "leaderboard": (_url("leaderboards:task", **CODE), (N, N, N, N, N, F, F)),
+    "leaderboard CSV": (_url("leaderboards:task_csv", **CODE), (N, N, N, N, N, F, F)),
+    "leaderboard JSON": (_url("leaderboards:task_json", **CODE), (N, N, N, N, N, F, F)),
+    "API leaderboard": (_url("api:leaderboard", **CODE), (N, N, N, N, N, F, F)),
+    "fork": (
+        _url("leaderboards:fork", code="task.code", slug="fork.slug"),
+        (N, N, N, N, N, F, F),
+    ),
+    "API fork": (
+        _url("api:fork-detail", code="task.code", slug="fork.slug"),
+        (N, N, N, N, N, F, F),
+    ),
+    "datasets page": (_url("leaderboards:dataset_list", **CODE), (N, N, N, N, N, N, N)),
+    "API datasets": (_url("api:dataset-list", **CODE), (N, N, N, N, N, N, N)),
+    "hidden dataset page": (
+        _url("leaderboards:dataset_detail", **HIDDEN_SLUG),
+        (404, 404, 404, 404, 404, N, N),
+    ),
+    "API hidden dataset examples": (
+        _url("api:dataset-examples", **HIDDEN_SLUG),
+        (404, 404, 404, 404, 404, N, N),
+    ),
 }
 
 

@@ -106,6 +106,13 @@ def outcome(response) -> Any:
     return response.status_code
 
 
+def response_text(response) -> str:
+    """Return the body of ``response`` as text (a streamed one drained)."""
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
+
+
 def probe(client, method: str, path: str, data: dict | None = None, headers=None) -> Any:
     call = getattr(client, method.lower())
     if method != "GET" and path.startswith("/api/"):

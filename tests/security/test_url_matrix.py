@@ -12,14 +12,22 @@ every route is printed, in the table's syntax, for review (never paste it unread
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from django.db import transaction
 
-from tests.security.matrix import ADMIN_FAMILIES, ADMIN_MODELS, KNOWN_BUGS, MATRIX, check_for
-from tests.security.probe import build_path, probe
+from tests.security.matrix import (
+    ADMIN_FAMILIES,
+    ADMIN_MODELS,
+    HIDDEN_FIGURES,
+    KNOWN_BUGS,
+    MATRIX,
+    check_for,
+)
+from tests.security.probe import build_path, probe, response_text
 from tests.security.urlwalk import admin_model_urls, all_routes
-from tests.security.world import ROLES, build_world, role_client
+from tests.security.world import ROLES, build_world, role_client, set_hidden_figures
 
 ROUTES = all_routes()
 ROUTE_KEYS = sorted(route.key for route in ROUTES)
@@ -100,3 +108,43 @@ def test_route_access(key, world, clients):
     }
     assert not wrong, f"{check.method} {path}: {wrong}"
     assert not effects, f"{check.method} {path} changed state for roles {effects}"
+
+
+# --- figures of the hidden dataset ------------------------------------------------------------
+# A token that changes with every request (the CSRF token) is not a figure.
+_VOLATILE = re.compile(r'(csrfmiddlewaretoken" value="|"X-CSRFToken": ")[^"]*')
+
+
+def _answer(client, path: str):
+    """Return ``(status, body)`` of a GET, with the per-request tokens blanked."""
+    response = client.get(path)
+    return response.status_code, _VOLATILE.sub(r"\1", response_text(response))
+
+
+@pytest.mark.parametrize("surface", sorted(HIDDEN_FIGURES))
+def test_hidden_dataset_figures(surface, world, clients):
+    """Each role's answer changes with the hidden dataset's figures exactly where the matrix
+    says it may ("F": the task's owners), and nowhere else."""
+    path_of, outcomes = HIDDEN_FIGURES[surface]
+    path = path_of(world)
+    before = {role: _answer(clients[role], path) for role in ROLES}
+    set_hidden_figures(world, 1)
+    after = {role: _answer(clients[role], path) for role in ROLES}
+    observed = {}
+    for role in ROLES:
+        status = before[role][0]
+        assert after[role][0] == status, (role, path)
+        if status != 200:
+            observed[role] = status
+        else:
+            observed[role] = "F" if before[role][1] != after[role][1] else "-"
+    if os.environ.get("SECURITY_MATRIX_DUMP"):
+        print(f"\n{surface!r}: {tuple(observed[r] for r in ROLES)!r},  # GET {path}")
+        return
+    expected = dict(zip(ROLES, outcomes, strict=True))
+    wrong = {
+        role: f"expected {expected[role]!r}, got {observed[role]!r}"
+        for role in ROLES
+        if observed[role] != expected[role]
+    }
+    assert not wrong, f"GET {path}: {wrong}"

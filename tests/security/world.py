@@ -59,7 +59,11 @@ class World:
     fork: Any = None
     snapshot: Any = None
     run: Any = None
+    # The worker's own model and its run on the hidden dataset (the sealed view).
+    worker_model: Any = None
+    hidden_run: Any = None
     proposal: Any = None
+    upload: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -128,6 +132,7 @@ def build_world(with_datasets: bool = True) -> World:
     if with_datasets:
         _add_leaderboard_objects(world)
     _add_proposal(world)
+    _add_upload(world)
     return world
 
 
@@ -171,6 +176,7 @@ def _add_leaderboard_objects(world: World) -> None:
             main_value=0.5,
             example_count=2,
         )
+    _add_hidden_figures(world)
     world.fork = LeaderboardFork.objects.create(
         task=world.task,
         name="Sec fork",
@@ -184,6 +190,106 @@ def _add_leaderboard_objects(world: World) -> None:
         weights={"metrics": {}, "datasets": {}},
         table={"rows": []},
         created_by=owner,
+    )
+
+
+# Two versions of every figure of the hidden dataset (``set_hidden_figures``): whoever may not
+# see them gets the same answer from every surface under both.
+HIDDEN_FIGURE_VERSIONS = (
+    {
+        "value": 0.8642,
+        "ci": (0.7531, 0.9753),
+        "per_tag": {"hiddentagqz": 0.4321},
+        "failed": 1,
+        "error": "errormarkqz: the metric could not be computed",
+        "label": "positive",
+    },
+    {
+        "value": 0.1357,
+        "ci": (0.0246, 0.2468),
+        "per_tag": {"othertagqz": 0.9876},
+        "failed": 0,
+        "error": "anothermarkqz: a different failure",
+        "label": "negative",
+    },
+)
+
+
+def _add_hidden_figures(world: World) -> None:
+    """Give the worker a published model evaluated on the hidden dataset: a failed run whose
+    stored error is not the model's own, its predictions and its Score."""
+    from leaderboards.models import EvaluationRun, Prediction, RunStatus, RunTrigger, Score
+
+    hidden = world.datasets["hidden"]
+    # The owners let others' models see the inputs, so the worker's model gets a run.
+    hidden.inputs_to_others = True
+    hidden.save(update_fields=["inputs_to_others"])
+    world.worker_model = ModelFactory(
+        task=world.task, owner=world.users["worker"], name="sec-worker-model"
+    )
+    world.hidden_run = EvaluationRun.objects.create(
+        model=world.worker_model,
+        dataset=hidden,
+        config_version=hidden.config_version,
+        status=RunStatus.FAILED,
+        trigger=RunTrigger.MODEL_REGISTERED,
+        total=2,
+        done=2,
+        error_code="run.finalize_failed",
+    )
+    Prediction.objects.bulk_create(
+        Prediction(run=world.hidden_run, example=example, output={})
+        for example in hidden.examples.all()
+    )
+    Score.objects.create(
+        model=world.worker_model,
+        dataset=hidden,
+        run=world.hidden_run,
+        config_version=hidden.config_version,
+        main_metric="macro_f1",
+    )
+    set_hidden_figures(world, 0)
+
+
+def set_hidden_figures(world: World, version: int) -> None:
+    """Write version ``version`` of ``HIDDEN_FIGURE_VERSIONS`` into every figure of the hidden
+    dataset: both models' scores (value, CI, metrics, per tag), the worker's run (failed
+    count, error text) and its predictions (per-example results)."""
+    from leaderboards.models import EvaluationRun, Prediction, Score
+
+    figures = HIDDEN_FIGURE_VERSIONS[version]
+    low, high = figures["ci"]
+    per_tag = {tag: {"macro_f1": value} for tag, value in figures["per_tag"].items()}
+    for score in Score.objects.filter(dataset=world.datasets["hidden"]):
+        score.main_value = figures["value"]
+        score.ci_low, score.ci_high = low, high
+        score.metrics = {"macro_f1": figures["value"], "accuracy": figures["value"]}
+        score.per_tag = per_tag
+        score.main_per_tag = dict(figures["per_tag"])
+        score.example_count = 2
+        score.save()
+    EvaluationRun.objects.filter(pk=world.hidden_run.pk).update(
+        failed_count=figures["failed"],
+        error_message=figures["error"],
+        first_bad_response=figures["error"],
+    )
+    Prediction.objects.filter(run=world.hidden_run).update(
+        output={"label": figures["label"], "prob": {figures["label"]: 1.0}}
+    )
+
+
+def _add_upload(world: World) -> None:
+    """A big contexts upload that a job imported (its page and API status are the owners')."""
+    from tasks.models import UploadJob, UploadKind, UploadStatus
+
+    world.upload = UploadJob.objects.create(
+        task=world.task,
+        kind=UploadKind.CONTEXTS,
+        user=world.users["owner"],
+        filename="contexts.jsonl",
+        size=100,
+        status=UploadStatus.DONE,
+        rows=2,
     )
 
 

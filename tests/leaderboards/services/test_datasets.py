@@ -186,3 +186,46 @@ def test_generated_perturbations_are_deterministic_and_browsable(eval_task, eval
     _, browse = dataset_examples_page(fair, eval_owner)
     assert browse[0].original_inputs["statement"] == rows[0]["statement"]
     assert browse[0].changed_fields == ("statement",)
+
+
+def test_where_the_inputs_go_defaults_from_the_access_type_and_is_kept(eval_task):
+    def upload(**arguments):
+        return import_sentiment(eval_task, 2, evaluate=False, **arguments)
+
+    assert upload(access_type="scoring").inputs_to_others is True
+    assert upload(access_type="scoring", inputs_to_others=False).inputs_to_others is False
+    # A replaced dataset keeps its choice...
+    assert upload(access_type="standard").inputs_to_others is False
+    # ...except that becoming hidden turns it to no; a hidden one keeps an explicit yes.
+    assert upload(access_type="scoring", inputs_to_others=True).inputs_to_others is True
+    assert upload(access_type="hidden").inputs_to_others is False
+    assert upload(access_type="hidden", inputs_to_others=True).inputs_to_others is True
+    assert upload(access_type="hidden").inputs_to_others is True
+
+
+def test_copies_of_a_hidden_dataset_are_hidden_and_follow_its_inputs_rule(eval_task):
+    from leaderboards.selectors.datasets import dataset_inputs_to_others, dataset_is_sealed
+
+    original = import_sentiment(eval_task, 3, evaluate=False, access_type="hidden")
+    generated = dataset_generate_perturbation(original, "robustness", evaluate=False)
+    rows = sentiment_rows(2, prefix="p")
+    for index, row in enumerate(rows):
+        row["input_id"] = f"u{index}"
+    uploaded = dataset_import(
+        eval_task,
+        jsonl(rows),
+        name="Fair",
+        slug="test-fair",
+        access_type="scoring",
+        perturbation_of="test",
+        perturbation_kind="fairness",
+        evaluate=False,
+    )
+    for copy in (generated, uploaded):
+        copy.refresh_from_db()
+        assert copy.access_type == "hidden" and dataset_is_sealed(copy)
+        assert not dataset_inputs_to_others(copy)
+    import_sentiment(eval_task, 3, evaluate=False, access_type="hidden", inputs_to_others=True)
+    for copy in (generated, uploaded):
+        copy.refresh_from_db()
+        assert copy.inputs_to_others and dataset_inputs_to_others(copy)

@@ -101,3 +101,80 @@ def test_hidden_datasets_and_gold_invisible_to_non_owners(client, task, owner):
     assert "Secret set" in board
     page = client.get(url("model", model.pk)).content.decode()
     assert "Secret set" in page and "GOLDLABELXYZ" in page
+
+
+@pytest.mark.django_db
+def test_the_dataset_page_says_where_its_inputs_go(client, eval_task, eval_owner):
+    import_sentiment(eval_task, 2, evaluate=False, slug="open")
+    import_sentiment(eval_task, 2, evaluate=False, slug="secret", access_type="hidden")
+    client.force_login(eval_owner)
+
+    def sentence(slug: str) -> str:
+        html = client.get(reverse("leaderboards:dataset_detail", args=["sentiment", slug]))
+        start = html.content.decode().index('data-testid="inputs-to-others"')
+        return html.content.decode()[start : start + 200]
+
+    assert "every registered model" in sentence("open")
+    assert "only to the models of the task's owners" in sentence("secret")
+
+
+@pytest.mark.django_db
+def test_the_upload_page_asks_where_the_inputs_go(client, eval_task, eval_owner):
+    client.force_login(eval_owner)
+    response = client.post(
+        reverse("leaderboards:dataset_upload", args=["sentiment"]),
+        {
+            "file": io.BytesIO(jsonl(sentiment_rows(2)).getvalue()),
+            "name": "Secret",
+            "slug": "secret",
+            "access_type": "hidden",
+            "inputs_to_others": "yes",
+        },
+    )
+    assert response.status_code == 302, response.content[-2000:]
+    assert Dataset.objects.get(slug="secret").inputs_to_others is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_big_dataset_upload_is_imported_by_a_job_with_a_progress_page(
+    client, eval_task, eval_owner, settings, redis_connection
+):
+    import django_rq
+    from rq import SimpleWorker
+
+    from tasks.models import UploadJob
+
+    settings.UPLOAD_INLINE_MAX_BYTES = 1000
+    client.force_login(eval_owner)
+    rows = sentiment_rows(200)
+    rows[150]["label"] = "furious"
+    upload_url = reverse("leaderboards:dataset_upload", args=["sentiment"])
+
+    def post(rows):
+        data = {"name": "Big", "slug": "big", "access_type": "hidden"}
+        return client.post(upload_url, {**data, "file": io.BytesIO(jsonl(rows).getvalue())})
+
+    def work():
+        queue = django_rq.get_queue("default")
+        SimpleWorker([queue], connection=queue.connection).work(burst=True)
+
+    response = post(rows)
+    upload = UploadJob.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("tasks:upload", args=[upload.pk])
+    page = client.get(response["Location"]).content.decode()
+    assert 'data-state="queued"' in page and "hx-get" in page
+    work()
+    page = client.get(response["Location"]).content.decode()
+    assert "Nothing was imported" in page and "<td>151</td>" in page
+    assert not Dataset.objects.filter(slug="big").exists()
+
+    rows[150]["label"] = "positive"
+    post(rows)
+    work()
+    upload = UploadJob.objects.order_by("-pk").first()
+    dataset = Dataset.objects.get(slug="big")
+    assert (upload.rows, dataset.row_count, dataset.inputs_to_others) == (200, 200, False)
+    page = client.get(reverse("tasks:upload", args=[upload.pk])).content.decode()
+    assert "Imported 200 rows" in page
+    assert reverse("leaderboards:dataset_detail", args=["sentiment", "big"]) in page

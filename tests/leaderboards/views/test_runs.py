@@ -239,3 +239,35 @@ def test_retry_shows_to_the_owners_of_a_failed_run_on_its_page_and_the_model_pag
         assert (f'action="{retry_url}"' in html) is shows_retry, (url, html)
         if status == RunStatus.FAILED:
             assert 'data-testid="run-failed"' in html
+
+
+# -- the sealed view of a run on a hidden dataset ------------------------------------------------
+@pytest.mark.django_db
+def test_a_models_owner_sees_how_far_a_hidden_run_went_and_nothing_else(client, eval_task):
+    submitter = UserFactory(username="submitter")
+    model = make_model(eval_task, submitter, "http://127.0.0.1:9/", is_published=True)
+    hidden = import_sentiment(eval_task, 4, evaluate=False, access_type="hidden", name="Vault")
+    run = _saved_run(
+        model,
+        hidden,
+        total=4,
+        done=3,
+        failed_count=1,
+        status=RunStatus.FAILED,
+        error_code="run.finalize_failed",
+        error_message="per tag odd: 0.25",
+        first_bad_response="figures",
+    )
+    client.force_login(submitter)
+    pages = [
+        client.get(reverse("leaderboards:run_detail", args=[run.pk])).content.decode(),
+        client.get(reverse("leaderboards:run_progress", args=[run.pk])).content.decode(),
+        client.get(reverse("leaderboards:model", args=[model.pk])).content.decode(),
+        client.get(reverse("leaderboards:model_runs_progress", args=[model.pk])).content.decode(),
+    ]
+    for html in pages:
+        assert "Vault" not in html and "0.25" not in html and "figures" not in html
+        assert "hidden dataset" in html
+    run_page, progress = pages[:2]
+    assert 'data-testid="sealed-note"' in run_page
+    assert "3 / 4 examples" in progress and 'data-state="failed"' in progress
