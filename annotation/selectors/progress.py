@@ -121,8 +121,15 @@ def validator_progress(
             done=counts["done"] if quota is not None else None,
         )
     column, actor_id = actor.id_column()
-    rows = Validation.objects.filter(
-        **{column: actor_id}, example__task=task, created_at__gte=since, is_owner_verdict=False
-    ).order_by()
-    today = rows.values("id")[:PROGRESS_CAP].count()
+    # The validator's rows of today, at most PROGRESS_CAP of them; counted here.
+    today = len(
+        Validation.objects.filter(
+            **{column: actor_id},
+            example__task=task,
+            created_at__gte=since,
+            is_owner_verdict=False,
+        )
+        .order_by()
+        .values_list("id", flat=True)[:PROGRESS_CAP]
+    )
     return ValidatorProgress(validated_today=today, capped=today >= PROGRESS_CAP)
