@@ -40,7 +40,7 @@ import django  # noqa: E402
 django.setup()
 
 import psutil  # noqa: E402
-from annotation.views_export import TaskExportView  # noqa: E402
+from annotation.views.export import TaskExportView  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
