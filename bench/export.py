@@ -40,7 +40,6 @@ import django  # noqa: E402
 django.setup()
 
 import psutil  # noqa: E402
-from annotation.views.export import TaskExportView  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -49,6 +48,7 @@ from django.test import RequestFactory  # noqa: E402
 
 from annotation import export  # noqa: E402
 from annotation.models import Example, Validation  # noqa: E402
+from annotation.views.export import TaskExportView  # noqa: E402
 from tasks import services  # noqa: E402
 from tasks.models import Context  # noqa: E402
 

@@ -21,7 +21,7 @@ from annotation.forms import (
     input_items,
     output_items,
 )
-from annotation.models import ExampleStatus
+from annotation.models import ExampleStatus, ValidationState
 from annotation.selectors.progress import validator_progress, worker_progress
 from annotation.selectors.tasks import round_loop_state
 from annotation.services.examples import MAX_FLAG_REASON
@@ -170,6 +170,7 @@ def example_context(task, example, *, metadata_form=None, quota_reached=False) -
         config.model_wrong_metric.type == "ask_user"
         and example.status == ExampleStatus.MODEL_ANSWERED
         and example.model_wrong is None
+        and example.validation_state == ValidationState.PENDING
     )
     next_url = (
         campaign_done_url(task)
@@ -184,7 +185,9 @@ def example_context(task, example, *, metadata_form=None, quota_reached=False) -
         "outputs": output_items(config, example.model_output),
         "inputs": input_items(config, example.input),
         "ask_user": ask_user,
-        "show_metadata": example.status in (ExampleStatus.MODEL_ANSWERED, ExampleStatus.NO_MODEL)
+        "settled": example.validation_state != ValidationState.PENDING,
+        "show_metadata": example.validation_state == ValidationState.PENDING
+        and example.status in (ExampleStatus.MODEL_ANSWERED, ExampleStatus.NO_MODEL)
         and not ask_user
         and not example.retracted,
         "metadata_form": metadata_form,

@@ -578,8 +578,12 @@ def test_a_settled_example_refuses_its_writers_changes_and_keeps_the_stats(
         state,
     )
     assert (writer_stats(task, people["writer"]).rejected, round_stats(task).validated) == before
-    # The page says why, and nothing changes; the owners still act through the review queue.
+    # The page offers no change and says why; a change posted anyway is refused with the
+    # reason, and nothing changes; the owners still act through the review queue.
     client.force_login(people["writer"])
+    page = client.get(f"/tasks/sentiment/examples/{example.pk}/").content.decode()
+    assert 'id="settled-note"' in page
+    assert 'id="retract"' not in page and 'id="metadata-form"' not in page
     response = client.post(
         f"/tasks/sentiment/examples/{example.pk}/retract", headers={"HX-Request": "true"}
     )
