@@ -43,6 +43,7 @@ SCORE_FIELDS = (
     "main_value",
     "ci_low",
     "ci_high",
+    "main_resamples",
     "examples_per_second",
     "latency_p50_ms",
     "latency_p95_ms",
@@ -161,6 +162,7 @@ def score_cube_build(task: Task) -> ScoreCube:
         main_values,
         ci_lows,
         ci_highs,
+        main_resamples,
         *job_columns,
     ) = columns
     score_columns = ScoreColumns(
@@ -172,7 +174,8 @@ def score_cube_build(task: Task) -> ScoreCube:
         main_values=main_values,
         ci_lows=ci_lows,
         ci_highs=ci_highs,
-        columns=dict(zip(SCORE_FIELDS[8:], job_columns, strict=True)),
+        columns=dict(zip(SCORE_FIELDS[9:], job_columns, strict=True)),
+        main_resamples=main_resamples,
     )
     return cube_build(models, score_columns, [spec.name for spec in metric_specs], main_metric)
 

@@ -1,11 +1,12 @@
 """Run finalization and scores: the one Score of (model, original dataset).
 
 ``run_finalize`` marks a finalizing run done and ``score_refresh`` upserts the one Score of
-(model, original dataset): every perf metric, per-tag scores, a seeded 95% bootstrap
-interval of the main metric, the delta metrics from the latest done runs of the perturbed
-copies, and the job metrics: ``examples_per_second`` = examples sent / seconds of shard
-work (per worker, so it does not depend on how many workers ran), latency p50/p95 over the
-batch requests, memory from the endpoint's health report. Predictions and gold are
+(model, original dataset): every perf metric, per-tag scores, the main metric on 1,000
+seeded bootstrap resamples and their 95% percentile interval (``leaderboards.scoring``),
+the delta metrics from the latest done runs of the perturbed copies, and the job
+metrics: ``examples_per_second`` = examples sent / seconds of shard work (per worker, so
+it does not depend on how many workers ran), latency p50/p95 over the batch requests,
+memory from the endpoint's health report. Predictions and gold are
 streamed ``SCORE_CHUNK`` rows at a time, the database extracting only the scored keys, into
 ``leaderboards.scoring`` columns. A written Score rebuilds the task's score cube
 (``board_cube_refresh``) for the next leaderboard page.
@@ -32,7 +33,16 @@ from leaderboards.models import (
     Score,
     main_per_tag_of,
 )
-from leaderboards.scoring import PairColumn, RunData, bootstrap_interval, pair_statistics, summed
+from leaderboards.scoring import (
+    PairColumn,
+    RunData,
+    bootstrap_interval,
+    bootstrap_resamples,
+    bootstrap_seed,
+    pair_statistics,
+    resamples_encode,
+    summed,
+)
 from leaderboards.selectors.cubes import score_cube
 from leaderboards.services import client
 from models_hub.errors import ModelCallError
@@ -208,6 +218,7 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
     metrics: dict[str, float | None] = {}
     per_tag: dict[str, dict[str, float]] = {}
     ci: tuple[float | None, float | None] = (None, None)
+    main_resamples: bytes | None = None
     tag_masks = data.tag_masks() if data.tag_sets else {}
     for perf in config.perf_metrics:
         metric = get_metric(perf.type)
@@ -229,8 +240,12 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
             entry = per_tag.setdefault(tag, {"count": count})
             entry[perf.name] = round(float(tag_value), 4)
         if perf is main:
-            low, high = bootstrap_interval(metric, codes, statistics, perf.options)
+            resamples = bootstrap_resamples(
+                metric, codes, statistics, perf.options, seed=bootstrap_seed(dataset_id)
+            )
+            low, high = bootstrap_interval(resamples)
             ci = (round(low, 4), round(high, 4))
+            main_resamples = resamples_encode(resamples)
     for kind in config.delta_metrics:
         copy_run = delta_runs.get(kind)
         metrics[kind] = _delta(copy_run, run, main) if copy_run is not None else None
@@ -249,6 +264,7 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
             "main_value": metrics.get(main.name),
             "ci_low": ci[0],
             "ci_high": ci[1],
+            "main_resamples": main_resamples,
             "examples_per_second": job.get("examples_per_second"),
             "latency_p50_ms": job.get("latency_p50_ms"),
             "latency_p95_ms": job.get("latency_p95_ms"),

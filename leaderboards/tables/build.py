@@ -26,14 +26,17 @@ How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard s
   incomplete. A model missing a metric that some other model has is *incomplete*: it is
   listed below the ranked models with the metrics it misses, never dropped.
 * All weights 0 gives a clear message and an unranked table, not an error page.
-* The CI shown for the main metric is the dataset-weighted average of the per-dataset
-  bootstrap bounds (an approximation; each dataset's exact interval is in the breakdown).
+* The CI shown for the main metric is the 95% percentile interval of its weighted
+  aggregate over 1,000 bootstrap resamples, and the Dynascore has its own, with the share
+  of resamples in which each ranked model is ahead of the next one
+  (``leaderboards.intervals``; each dataset's own interval is in the breakdown).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,7 +49,13 @@ from leaderboards.dynascore import (
     ModelScore,
     average_over_datasets_array,
     compute_dynascore_arrays,
-    weighted_row_means,
+)
+from leaderboards.intervals import (
+    PairConfidence,
+    aggregate_resamples,
+    dynascore_resamples,
+    interval_bounds,
+    neighbour_confidence,
 )
 from leaderboards.tables.board import ANONYMOUS_NAME, Board, none_if_nan
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns, ScoreRecord
@@ -60,6 +69,7 @@ from leaderboards.tables.results import (
     LeaderboardTable,
     LeaderboardWeights,
     MetricColumn,
+    NextComparison,
 )
 from leaderboards.tables.summaries import (
     best_per_tag,
@@ -189,16 +199,38 @@ def build_leaderboard_table(
         for dataset in datasets
     )
 
-    # The main metric's CI per model: dataset-weighted bounds (for the rows and "ci" sort).
+    # Intervals from the bootstrap resamples (``leaderboards.intervals``): the main
+    # metric's aggregate per resample (the scoring datasets where some model has it,
+    # weighted as in the average), the Dynascore per resample, and for each pair of
+    # neighbours in the ranking the share of resamples in which the upper one is ahead.
     weighted = [
         (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
         for dataset in scoring
         if dataset_weights.get(dataset.slug, 0.0) > 0
+        and not np.isnan(board.main[:, board.slug_position[dataset.slug]]).all()
     ]
-    ci_columns = [position for position, _ in weighted]
-    ci_weights = [weight for _, weight in weighted]
-    ci_lows = weighted_row_means(board.ci_lows[:, ci_columns], ci_weights)
-    ci_highs = weighted_row_means(board.ci_highs[:, ci_columns], ci_weights)
+    main_resamples = aggregate_resamples(
+        board.resamples[:, [position for position, _ in weighted], :],
+        [weight for _, weight in weighted],
+    )
+    ci_lows, ci_highs = interval_bounds(main_resamples)
+    dynascore_lows = dynascore_highs = np.full(len(keys), np.nan)
+    confidence: dict[int, tuple[PairConfidence, PairConfidence]] = {}
+    next_of: dict[int, int] = {}
+    if result is not None and result.complete_count:
+        ranked = result.order[: result.complete_count].tolist()
+        scores_resampled = dynascore_resamples(
+            keys,
+            averages[:, [board.metric_position[item.name] for item in metric_inputs]],
+            metric_inputs,
+            main_metric=main_metric,
+            main_resamples=main_resamples,
+        )
+        dynascore_lows, dynascore_highs = interval_bounds(scores_resampled)
+        on_main = neighbour_confidence(ranked, main_resamples)
+        on_dynascore = neighbour_confidence(ranked, scores_resampled)
+        confidence = {index: (on_main[index], on_dynascore[index]) for index in on_main}
+        next_of = dict(zip(ranked, ranked[1:], strict=False))
 
     # Order every model (arrays), then build rows for the page only.
     required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
@@ -243,6 +275,7 @@ def build_leaderboard_table(
         page = page_count
     start = (page - 1) * page_size
     shown_names = [spec.name for spec in shown_specs]
+    intervals = _Intervals(ci_lows, ci_highs, dynascore_lows, dynascore_highs)
     rows = tuple(
         _row(
             board,
@@ -252,9 +285,9 @@ def build_leaderboard_table(
             shown_names,
             datasets,
             main_metric,
-            ci_lows,
-            ci_highs,
+            intervals,
             missing_of(index),
+            _comparison(board, next_of[index], confidence[index]) if index in confidence else None,
         )
         for index in order[start : start + page_size]
     )
@@ -319,6 +352,29 @@ def _reverse_within_groups(keyed: list[tuple[int, Any, str]]) -> list[tuple[int,
     return result
 
 
+@dataclass(frozen=True)
+class _Intervals:
+    """Every model's interval of the main metric's aggregate and of its Dynascore."""
+
+    lows: np.ndarray
+    highs: np.ndarray
+    dynascore_lows: np.ndarray
+    dynascore_highs: np.ndarray
+
+
+def _comparison(
+    board: Board, lower: int, confidence: tuple[PairConfidence, PairConfidence]
+) -> NextComparison:
+    on_main, on_dynascore = confidence
+    return NextComparison(
+        model_name=board.display_name(lower),
+        main_share=on_main.share,
+        main_tie=on_main.is_tie,
+        dynascore_share=on_dynascore.share,
+        dynascore_tie=on_dynascore.is_tie,
+    )
+
+
 def _offset(spec: Any, averages: np.ndarray, memory: float) -> float:
     if spec.name == MEMORY_METRIC:
         return float(memory)
@@ -334,9 +390,9 @@ def _row(
     shown_metrics: Sequence[str],
     datasets: Sequence[DatasetRecord],
     main_metric: str,
-    ci_lows: np.ndarray,
-    ci_highs: np.ndarray,
+    intervals: _Intervals,
     missing: tuple[str, ...],
+    next_comparison: NextComparison | None,
 ) -> LeaderboardRow:
     model = board.models[index]
     cells = {}
@@ -360,8 +416,11 @@ def _row(
         is_anonymous=not model.show_identity,
         dynascore=ranked.dynascore if ranked is not None else None,
         metrics={name: values.get(name) for name in shown_metrics},
-        ci_low=none_if_nan(float(ci_lows[index])),
-        ci_high=none_if_nan(float(ci_highs[index])),
+        ci_low=none_if_nan(float(intervals.lows[index])),
+        ci_high=none_if_nan(float(intervals.highs[index])),
+        dynascore_ci_low=none_if_nan(float(intervals.dynascore_lows[index])),
+        dynascore_ci_high=none_if_nan(float(intervals.dynascore_highs[index])),
+        next_comparison=next_comparison,
         datasets=cells,
         incomplete=bool(missing),
         missing_metrics=missing,

@@ -58,6 +58,8 @@ class ScoreRecord:
     ci_low: float | None
     ci_high: float | None
     columns: Mapping[str, float | None]
+    # The main metric per bootstrap resample, as stored (``Score.main_resamples``).
+    main_resamples: bytes | None = None
 
     def metric(self, name: str, main_metric: str) -> float | None:
         """Return this score's value of ``name`` (None when absent or not a finite number)."""
@@ -81,7 +83,8 @@ class ScoreColumns:
     metric columns by column name (the values of ``SCORE_COLUMN_OF_METRIC``).
     ``main_per_tag`` (optional) holds each score's ``{tag: main metric value}``
     (``Score.main_per_tag``), or None where it must be taken from ``per_tag``; when it is
-    given, ``per_tag`` is needed only at those positions.
+    given, ``per_tag`` is needed only at those positions. ``main_resamples`` (optional)
+    holds each score's stored ``Score.main_resamples`` (bytes or None).
     """
 
     model_ids: Sequence[int]
@@ -93,6 +96,7 @@ class ScoreColumns:
     ci_highs: Sequence[float | None]
     columns: Mapping[str, Sequence[float | None]]
     main_per_tag: Sequence[Mapping[str, Any] | None] = ()
+    main_resamples: Sequence[bytes | memoryview | None] = ()
 
     @classmethod
     def from_records(cls, records: Iterable[ScoreRecord]) -> ScoreColumns:
@@ -108,6 +112,7 @@ class ScoreColumns:
             ci_lows=[record.ci_low for record in records],
             ci_highs=[record.ci_high for record in records],
             columns={name: [record.columns.get(name) for record in records] for name in names},
+            main_resamples=[record.main_resamples for record in records],
         )
 
     def metric(self, name: str, main_metric: str) -> np.ndarray:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from leaderboards.cubes import (
+    CUBE_FORMAT,
     CubeFormatError,
     CubeModel,
     ScoreCube,
@@ -71,7 +72,7 @@ def test_encode_then_decode_gives_the_same_cube():
         lambda payload: payload + b"\0",
         lambda payload: payload[:3],
         lambda payload: b"\xff\xff\x00\x00" + payload[4:],
-        lambda payload: payload.replace(b'"format":1', b'"format":0'),
+        lambda payload: payload.replace(b'"format":%d' % CUBE_FORMAT, b'"format":0'),
         lambda payload: b"not a cube at all",
         lambda payload: b"",
     ],
