@@ -143,15 +143,18 @@ def parse_ipv4_legacy(hostname: str) -> ipaddress.IPv4Address | None:
     parts = hostname.split(".")
     if not 1 <= len(parts) <= 4:
         return None
-    numbers = [_ipv4_number(part) for part in parts]
-    if any(number is None for number in numbers):
-        return None
+    numbers: list[int] = []
+    for part in parts:
+        number = _ipv4_number(part)
+        if number is None:
+            return None
+        numbers.append(number)
     *leading, last = numbers
-    if any(number > 255 for number in leading) or last >= 256 ** (5 - len(parts)):  # type: ignore[operator]
+    if any(number > 255 for number in leading) or last >= 256 ** (5 - len(numbers)):
         return None
     value = last
     for position, number in enumerate(leading):
-        value += number << (24 - 8 * position)  # type: ignore[operator]
+        value += number << (24 - 8 * position)
     return ipaddress.IPv4Address(value)
 
 
