@@ -127,6 +127,17 @@ class ScoreSerializer(serializers.Serializer):
         child=serializers.DictField(child=serializers.FloatField(allow_null=True))
     )
     example_count = serializers.IntegerField()
+    covered = serializers.IntegerField(
+        source="covered_count",
+        allow_null=True,
+        help_text="Examples with a prediction, of example_count (null: not known).",
+    )
+    partial = serializers.BooleanField(
+        source="is_partial",
+        help_text="True when examples had no prediction (a predictions file accepted as "
+        "partial): they count as wrong.",
+    )
+    coverage = serializers.CharField(help_text='E.g. "300 of 400"; empty when not known.')
     updated_at = serializers.DateTimeField()
 
 

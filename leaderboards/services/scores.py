@@ -8,8 +8,8 @@ latest done runs of the perturbed copies, and the job metrics: ``examples_per_se
 examples sent / seconds of shard work (per worker, so it does not depend on how many
 workers ran), latency p50/p95 over the batch requests, memory from the endpoint's health
 report. Predictions and gold are streamed ``SCORE_CHUNK`` rows at a time, the database
-extracting only the scored keys, into ``leaderboards.scoring`` columns. A written Score rebuilds the task's score cube
-(``board_cube_refresh``) for the next leaderboard page.
+extracting only the scored keys, into ``leaderboards.scoring`` columns. A written Score
+rebuilds the task's score cube (``board_cube_refresh``) for the next leaderboard page.
 """
 
 from __future__ import annotations

@@ -122,9 +122,7 @@ def test_upload_scores_like_an_endpoint_run_with_the_same_outputs(
 
 
 @pytest.mark.django_db
-def test_a_file_missing_ids_is_refused_naming_the_first_ones_and_their_count(
-    eval_task, file_model
-):
+def test_a_file_missing_ids_is_refused_naming_the_first_ones_and_their_count(eval_task, file_model):
     dataset = import_sentiment(eval_task, 12, evaluate=False)
     rows = [
         {"uid": f"u{index}", "label": "positive", "prob": sentiment_prob("positive")}
