@@ -43,6 +43,8 @@ SCORE_FIELDS = (
     "main_value",
     "ci_low",
     "ci_high",
+    "covered_count",
+    "example_count",
     "examples_per_second",
     "latency_p50_ms",
     "latency_p95_ms",
@@ -161,6 +163,8 @@ def score_cube_build(task: Task) -> ScoreCube:
         main_values,
         ci_lows,
         ci_highs,
+        covered_counts,
+        example_counts,
         *job_columns,
     ) = columns
     score_columns = ScoreColumns(
@@ -172,7 +176,9 @@ def score_cube_build(task: Task) -> ScoreCube:
         main_values=main_values,
         ci_lows=ci_lows,
         ci_highs=ci_highs,
-        columns=dict(zip(SCORE_FIELDS[8:], job_columns, strict=True)),
+        columns=dict(zip(SCORE_FIELDS[10:], job_columns, strict=True)),
+        covered=covered_counts,
+        totals=example_counts,
     )
     return cube_build(models, score_columns, [spec.name for spec in metric_specs], main_metric)
 

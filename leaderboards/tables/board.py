@@ -28,7 +28,9 @@ class Board:
     ones, then any other slug the scores name). NaN stands for a missing value; ``present``
     says which (model, dataset) pairs have a Score (the last Score wins if a pair has
     two). ``tag_values`` holds each score's main metric on each of ``tag_names``
-    (models x datasets x tags; NaN: the score has no value for that tag).
+    (models x datasets x tags; NaN: the score has no value for that tag). ``covered`` and
+    ``totals`` hold each score's coverage (models x datasets; ``covered`` is -1 where it
+    is not known or there is no score): a score is partial when ``covered < totals``.
     """
 
     keys: list[str]
@@ -44,6 +46,8 @@ class Board:
     ci_highs: np.ndarray
     tag_names: list[str]
     tag_values: np.ndarray
+    covered: np.ndarray | None = None
+    totals: np.ndarray | None = None
 
     @classmethod
     def load(
@@ -99,6 +103,12 @@ class Board:
         ci_lows[model_index, dataset_index] = finite_array(scores.ci_lows)[kept]
         ci_highs = np.full(shape, np.nan)
         ci_highs[model_index, dataset_index] = finite_array(scores.ci_highs)[kept]
+        covered = np.full(shape, -1, dtype=np.int64)
+        totals = np.zeros(shape, dtype=np.int64)
+        if len(scores.covered) and kept.size:
+            counts = np.array([-1 if value is None else value for value in scores.covered])
+            covered[model_index, dataset_index] = counts.astype(np.int64)[kept]
+            totals[model_index, dataset_index] = np.asarray(scores.totals, dtype=np.int64)[kept]
         tag_names, tag_values = _tag_array(
             shape,
             model_index,
@@ -119,7 +129,18 @@ class Board:
             ci_highs=ci_highs,
             tag_names=tag_names,
             tag_values=tag_values,
+            covered=covered,
+            totals=totals,
         )
+
+    def coverage(self, index: int, position: int) -> tuple[int | None, int | None]:
+        """Return ``(covered, total)`` of the score at (model, dataset); Nones when unknown."""
+        if self.covered is None or self.totals is None:
+            return None, None
+        covered = int(self.covered[index, position])
+        if covered < 0:
+            return None, None
+        return covered, int(self.totals[index, position])
 
     def average_column(self, averages: np.ndarray, name: str) -> np.ndarray:
         """Return every model's average of metric ``name`` (NaN when it has none)."""
