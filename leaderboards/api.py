@@ -281,6 +281,10 @@ class PredictionsUploadView(APIView):
     @extend_schema(
         tags=["evaluations"],
         summary="Score a model from a predictions file (the model's owner)",
+        description="A file that misses examples of the dataset is refused (`400`, "
+        "`upload.E024`, naming the first missing uids and their count) unless `partial` is "
+        "true: the missing examples then count as wrong and the score carries its coverage "
+        "(`covered` of `total`, `partial: true`).",
         request={"multipart/form-data": PredictionsUploadSerializer},
         responses={201: RunSerializer},
     )
@@ -299,6 +303,7 @@ class PredictionsUploadView(APIView):
             filename=upload.name,
             fmt=data.get("format"),
             user=request.user,
+            partial=data["partial"],
         )
         run = run_get_visible(run.pk, request.user)
         return Response(run_body(run, request.user), status=status.HTTP_201_CREATED)

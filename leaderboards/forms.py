@@ -80,6 +80,12 @@ class PerturbationForm(forms.Form):
 class PredictionsUploadForm(forms.Form):
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.none(), to_field_name="slug")
     file = forms.FileField(help_text='JSON Lines or CSV: {"uid": ..., <output fields>}.')
+    partial = forms.BooleanField(
+        required=False,
+        label="Accept a partial file",
+        help_text="Score a file that misses examples of the dataset: the missing ones count "
+        "as wrong, and the score is shown as partial (e.g. 300 of 400) everywhere.",
+    )
 
     def __init__(self, *args, task=None, user=None, **kwargs):
         """Offer the datasets of ``task``; hidden ones only to the task's owners (``user``)."""

@@ -259,6 +259,10 @@ class Score(models.Model):
     latency_p95_ms = models.FloatField(null=True, blank=True)
     memory_gb = models.FloatField(null=True, blank=True)
     example_count = models.PositiveIntegerField(default=0)
+    # How many of the ``example_count`` examples have a prediction in the scored run: fewer
+    # for a predictions file accepted as partial (the others count as wrong). None: not
+    # known (a score whose run was deleted before coverage was kept).
+    covered_count = models.PositiveIntegerField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -271,6 +275,18 @@ class Score(models.Model):
 
     def __str__(self) -> str:
         return f"score {self.model_id}/{self.dataset_id}"
+
+    @property
+    def is_partial(self) -> bool:
+        """True when the scored run misses examples (they counted as wrong)."""
+        return self.covered_count is not None and self.covered_count < self.example_count
+
+    @property
+    def coverage(self) -> str:
+        """Return e.g. ``"300 of 400"``; empty when the coverage is not known."""
+        if self.covered_count is None:
+            return ""
+        return f"{self.covered_count} of {self.example_count}"
 
 
 class LeaderboardFork(models.Model):

@@ -71,6 +71,8 @@ class RunData:
     tag_codes: array = field(default_factory=lambda: array("i"))
     tag_sets: dict[tuple[str, ...], int] = field(default_factory=dict)
     count: int = 0
+    # Examples that have a prediction in the run (the others count as wrong).
+    covered: int = 0
 
     def add_tags(self, tags: Any) -> None:
         names = [tags] if isinstance(tags, str) else list(tags or ())

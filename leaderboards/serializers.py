@@ -98,13 +98,20 @@ class DatasetExamplePageSerializer(serializers.Serializer):
 class RunProgressSerializer(serializers.Serializer):
     done = serializers.IntegerField()
     total = serializers.IntegerField()
-    percent = serializers.FloatField()
+    percent = serializers.FloatField(
+        help_text="done / total in percent, rounded down: 100 only when done equals total."
+    )
     rate = serializers.FloatField(allow_null=True, help_text="Examples per second.")
     eta_seconds = serializers.FloatField(allow_null=True)
     state = serializers.ChoiceField(choices=RunStatus.choices)
     state_label = serializers.CharField()
     finished = serializers.BooleanField()
     failed = serializers.BooleanField()
+    partial = serializers.BooleanField(
+        help_text="A done run with fewer predictions than the dataset has examples (a "
+        "predictions file accepted with partial=true)."
+    )
+    counts = serializers.CharField(help_text='In words, e.g. "300 of 400 examples (partial)".')
 
 
 class ScoreSerializer(serializers.Serializer):
@@ -120,6 +127,17 @@ class ScoreSerializer(serializers.Serializer):
         child=serializers.DictField(child=serializers.FloatField(allow_null=True))
     )
     example_count = serializers.IntegerField()
+    covered = serializers.IntegerField(
+        source="covered_count",
+        allow_null=True,
+        help_text="Examples with a prediction, of example_count (null: not known).",
+    )
+    partial = serializers.BooleanField(
+        source="is_partial",
+        help_text="True when examples had no prediction (a predictions file accepted as "
+        "partial): they count as wrong.",
+    )
+    coverage = serializers.CharField(help_text='E.g. "300 of 400"; empty when not known.')
     updated_at = serializers.DateTimeField()
 
 
@@ -157,6 +175,12 @@ class PredictionsUploadSerializer(serializers.Serializer):
     dataset = serializers.SlugField()
     file = serializers.FileField(help_text='JSON Lines or CSV: {"uid": ..., <output fields>}.')
     format = serializers.ChoiceField(choices=["jsonl", "csv"], required=False)
+    partial = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Accept a file that misses examples: they count as wrong and the score is "
+        "marked partial. Without it such a file is refused.",
+    )
 
 
 # -- the leaderboard table (documentation of ``LeaderboardTable.as_dict()``) --------------------

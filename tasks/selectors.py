@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 from tasks.errors import NotFound
 from tasks.models import Context, Round, Task, UploadJob, UploadStatus
 from tasks.permissions import can_manage_task, can_view_task
+from tasks.progress import progress_percent
 
 
 def task_list_visible(user) -> QuerySet[Task]:
@@ -160,7 +161,7 @@ def upload_progress(upload: UploadJob, *, now: float | None = None, connection=N
     return UploadProgress(
         done=done,
         total=total,
-        percent=round(100.0 * done / total, 1) if total else 100.0,
+        percent=progress_percent(done, total),
         rate=rate,
         eta_seconds=eta,
         state=upload.status,

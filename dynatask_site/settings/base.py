@@ -323,6 +323,9 @@ LEADERBOARD_INSTANCE_MEMORY_GB = float(os.environ.get("LEADERBOARD_INSTANCE_MEMO
 # at once, and how long one job sends before the model gives its turn to the others.
 EVAL_SHARDS_PER_MODEL = int(os.environ.get("EVAL_SHARDS_PER_MODEL", "1"))
 EVAL_SHARD_SLICE_SECONDS = float(os.environ.get("EVAL_SHARD_SLICE_SECONDS", "30"))
+# A running shard writes its answered examples (and so moves the run's done count) at least
+# this often, besides every 1,000 examples (``leaderboards.services.shards``).
+EVAL_PROGRESS_SECONDS = float(os.environ.get("EVAL_PROGRESS_SECONDS", "1"))
 # Seconds a computed leaderboard page is reused (keyed by viewer, weights and data version).
 LEADERBOARD_CACHE_SECONDS = int(os.environ.get("LEADERBOARD_CACHE_SECONDS", "300"))
 

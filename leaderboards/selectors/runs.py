@@ -27,6 +27,7 @@ from leaderboards.selectors.datasets import dataset_is_sealed
 from models_hub.selectors import model_can_edit
 from tasks.errors import NotFound
 from tasks.permissions import can_manage_task, can_view_task
+from tasks.progress import progress_percent
 
 SEALED_DATASET_LABEL = "a hidden dataset"
 SEALED_ERROR_MESSAGE = "the evaluation on a hidden dataset stopped; the task's owners see why"
@@ -40,7 +41,12 @@ SEALED_RUN = Q(dataset__access_type=AccessType.HIDDEN) | Q(
 
 @dataclass(frozen=True)
 class RunProgress:
-    """What the progress bar shows: done/total, rate, ETA and the state."""
+    """What the progress bar shows: done/total, rate, ETA and the state.
+
+    ``percent`` is floored (``tasks.progress``): it is 100 only when ``done == total``.
+    ``partial`` is a done run that holds fewer predictions than the dataset has examples
+    (a predictions file accepted as partial); ``counts`` says so in words.
+    """
 
     done: int
     total: int
@@ -51,6 +57,14 @@ class RunProgress:
     state_label: str
     finished: bool
     failed: bool
+    partial: bool
+    counts: str
+
+
+def coverage_text(covered: int, total: int, *, partial: bool) -> str:
+    """Return ``"300 of 400 examples"``, with ``" (partial)"`` when ``partial``."""
+    text = f"{covered} of {total} example{'' if total == 1 else 's'}"
+    return f"{text} (partial)" if partial else text
 
 
 def run_progress(run: EvaluationRun, now: datetime | None = None) -> RunProgress:
@@ -58,7 +72,8 @@ def run_progress(run: EvaluationRun, now: datetime | None = None) -> RunProgress
     now = now or timezone.now()
     total = run.total
     done = min(run.done, total) if total else run.done
-    percent = round(100.0 * done / total, 1) if total else 100.0
+    percent = progress_percent(done, total)
+    partial = run.status == RunStatus.DONE and done < total
     rate = eta = None
     if run.started_at is not None and done:
         end = run.finished_at or now
@@ -68,7 +83,6 @@ def run_progress(run: EvaluationRun, now: datetime | None = None) -> RunProgress
             if run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and rate > 0:
                 eta = round((total - done) / rate, 1)
     if run.status == RunStatus.DONE:
-        percent = 100.0
         eta = 0.0
     return RunProgress(
         done=done,
@@ -80,6 +94,10 @@ def run_progress(run: EvaluationRun, now: datetime | None = None) -> RunProgress
         state_label=RunStatus(run.status).label,
         finished=run.status in (RunStatus.DONE, RunStatus.FAILED),
         failed=run.status == RunStatus.FAILED,
+        partial=partial,
+        counts=coverage_text(done, total, partial=True)
+        if partial
+        else f"{done} / {total} examples",
     )
 
 

@@ -18,10 +18,34 @@ from leaderboards.services.uploads import (
 from models_hub.models import Model
 from models_hub.selectors import model_can_edit
 from tasks.config.values import check_prediction_row
-from tasks.errors import PermissionDenied, ServiceError
+from tasks.errors import InvalidUpload, PermissionDenied, ServiceError
 from tasks.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
 
 PREDICTION_BATCH_SIZE = 2000
+# How many of the uids a file misses its refusal names.
+MISSING_IDS_NAMED = 5
+MISSING_IDS = "upload.E024"
+
+
+def missing_ids_error(missing: list[str], total: int) -> InvalidUpload:
+    """Return the refusal of a file that misses ``missing`` (in position order) of ``total``."""
+    named = ", ".join(uid[:60] for uid in missing[:MISSING_IDS_NAMED])
+    more = ", …" if len(missing) > MISSING_IDS_NAMED else ""
+    message = (
+        f"the predictions file is missing {len(missing)} of {total} ids: {named}{more}; "
+        "add them, or accept the file as partial (partial=true): the missing examples then "
+        "count as wrong and the score is marked partial"
+    )
+    error = UploadLineError(0, MISSING_IDS, message, "uid")
+    return InvalidUpload(
+        message,
+        details={
+            "errors": [error.as_dict()],
+            "missing_count": len(missing),
+            "total": total,
+            "missing_ids": missing[:MISSING_IDS_NAMED],
+        },
+    )
 
 
 def predictions_import(
@@ -32,12 +56,17 @@ def predictions_import(
     filename: str = "",
     fmt: str | None = None,
     user=None,
+    partial: bool = False,
 ) -> EvaluationRun:
     """Score ``model`` on ``dataset`` from an uploaded predictions file, all or nothing.
 
     Each line is ``{"uid": ..., <output fields>}`` (``check_prediction_row``); a uid must
-    name an example of the dataset, once. Examples without a line count as wrong. The run is
-    finalized at once, exactly like an evaluated one.
+    name an example of the dataset, once. A file that misses examples is refused
+    (``upload.E024``, naming the first missing uids and their count) unless ``partial``:
+    then the missing examples count as wrong and the run and its Score keep the coverage
+    (``done`` of ``total``; ``Score.covered_count`` of ``example_count``), shown as
+    partial wherever the score is. The run is finalized at once, exactly like an
+    evaluated one.
     """
     if model.task_id != dataset.task_id:
         raise ServiceError("the model and the dataset belong to different tasks", code="run.task")
@@ -103,7 +132,8 @@ def predictions_import(
                 batch = []
         if not errors and count == 0:
             errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
-        if errors:
+        missing = [] if errors or partial else [uid for uid in example_ids if uid not in seen]
+        if errors or missing:
             transaction.set_rollback(True)
         else:
             if batch:
@@ -114,6 +144,8 @@ def predictions_import(
             run.save(update_fields=["done", "failed_count", "status", "updated_at"])
     if errors:
         raise upload_error(errors, "predictions file")
+    if missing:
+        raise missing_ids_error(missing, len(example_ids))
     run_finalize(run.pk)
     run.refresh_from_db()
     return run

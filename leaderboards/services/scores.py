@@ -1,15 +1,16 @@
 """Run finalization and scores: the one Score of (model, original dataset).
 
 ``run_finalize`` marks a finalizing run done and ``score_refresh`` upserts the one Score of
-(model, original dataset): every perf metric, per-tag scores, the main metric on 1,000
-seeded bootstrap resamples and their 95% percentile interval (``leaderboards.scoring``),
-the delta metrics from the latest done runs of the perturbed copies, and the job
-metrics: ``examples_per_second`` = examples sent / seconds of shard work (per worker, so
-it does not depend on how many workers ran), latency p50/p95 over the batch requests,
-memory from the endpoint's health report. Predictions and gold are
-streamed ``SCORE_CHUNK`` rows at a time, the database extracting only the scored keys, into
-``leaderboards.scoring`` columns. A written Score rebuilds the task's score cube
-(``board_cube_refresh``) for the next leaderboard page.
+(model, original dataset): its coverage (examples with a prediction, of the dataset's
+examples: a predictions file accepted as partial covers fewer), every perf metric, per-tag
+scores, the main metric on 1,000 seeded bootstrap resamples and their 95% percentile
+interval (``leaderboards.scoring``), the delta metrics from the latest done runs of the
+perturbed copies, and the job metrics: ``examples_per_second`` = examples sent / seconds
+of shard work (per worker, so it does not depend on how many workers ran), latency
+p50/p95 over the batch requests, memory from the endpoint's health report. Predictions
+and gold are streamed ``SCORE_CHUNK`` rows at a time, the database extracting only the
+scored keys, into ``leaderboards.scoring`` columns. A written Score rebuilds the task's
+score cube (``board_cube_refresh``) for the next leaderboard page.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def _load_run(run: EvaluationRun, names: tuple[str, ...]) -> RunData:
         )
         .annotate(**fields)
         .order_by("position")
-        .values_list("position", "tags", *fields)
+        .values_list("position", "tags", *fields, "prediction__id")
     )
     columns = [data.columns[name] for name in names]
     cursor = -1
@@ -171,6 +172,8 @@ def _load_run(run: EvaluationRun, names: tuple[str, ...]) -> RunData:
             data.add_tags(row[1])
             for index, column in enumerate(columns):
                 column.add(row[2 + 2 * index], row[3 + 2 * index])
+            if row[-1] is not None:
+                data.covered += 1
         data.count += len(rows)
 
 
@@ -270,6 +273,7 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
             "latency_p95_ms": job.get("latency_p95_ms"),
             "memory_gb": job.get("memory_utilization"),
             "example_count": data.count,
+            "covered_count": data.covered,
         },
     )
     return score

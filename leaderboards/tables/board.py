@@ -31,7 +31,9 @@ class Board:
     two). ``tag_values`` holds each score's main metric on each of ``tag_names``
     (models x datasets x tags; NaN: the score has no value for that tag). ``resamples``
     holds each score's main metric on the dataset's bootstrap resamples (models x datasets
-    x ``BOOTSTRAP_RESAMPLES``, float32; NaN where a score has none).
+    x ``BOOTSTRAP_RESAMPLES``, float32; NaN where a score has none). ``covered`` and
+    ``totals`` hold each score's coverage (models x datasets; ``covered`` is -1 where it
+    is not known or there is no score): a score is partial when ``covered < totals``.
     """
 
     keys: list[str]
@@ -48,6 +50,8 @@ class Board:
     tag_names: list[str]
     tag_values: np.ndarray
     resamples: np.ndarray
+    covered: np.ndarray | None = None
+    totals: np.ndarray | None = None
 
     @classmethod
     def load(
@@ -112,6 +116,12 @@ class Board:
                 values_of = resamples_decode(stored[position])
                 if values_of is not None:
                     resamples[model, dataset] = values_of
+        covered = np.full(shape, -1, dtype=np.int64)
+        totals = np.zeros(shape, dtype=np.int64)
+        if len(scores.covered) and kept.size:
+            counts = np.array([-1 if value is None else value for value in scores.covered])
+            covered[model_index, dataset_index] = counts.astype(np.int64)[kept]
+            totals[model_index, dataset_index] = np.asarray(scores.totals, dtype=np.int64)[kept]
         tag_names, tag_values = _tag_array(
             shape,
             model_index,
@@ -133,7 +143,18 @@ class Board:
             tag_names=tag_names,
             tag_values=tag_values,
             resamples=resamples,
+            covered=covered,
+            totals=totals,
         )
+
+    def coverage(self, index: int, position: int) -> tuple[int | None, int | None]:
+        """Return ``(covered, total)`` of the score at (model, dataset); Nones when unknown."""
+        if self.covered is None or self.totals is None:
+            return None, None
+        covered = int(self.covered[index, position])
+        if covered < 0:
+            return None, None
+        return covered, int(self.totals[index, position])
 
     def average_column(self, averages: np.ndarray, name: str) -> np.ndarray:
         """Return every model's average of metric ``name`` (NaN when it has none)."""

@@ -403,6 +403,7 @@ def _row(
                 none_if_nan(float(board.main[index, position])),
                 none_if_nan(float(board.ci_lows[index, position])),
                 none_if_nan(float(board.ci_highs[index, position])),
+                *board.coverage(index, position),
             )
             if board.present[index, position]
             else DatasetCell(None)

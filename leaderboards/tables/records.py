@@ -58,6 +58,9 @@ class ScoreRecord:
     ci_low: float | None
     ci_high: float | None
     columns: Mapping[str, float | None]
+    # Examples with a prediction, of ``total`` (None: not known; see ``Score.covered_count``).
+    covered: int | None = None
+    total: int = 0
     # The main metric per bootstrap resample, as stored (``Score.main_resamples``).
     main_resamples: bytes | None = None
 
@@ -83,8 +86,10 @@ class ScoreColumns:
     metric columns by column name (the values of ``SCORE_COLUMN_OF_METRIC``).
     ``main_per_tag`` (optional) holds each score's ``{tag: main metric value}``
     (``Score.main_per_tag``), or None where it must be taken from ``per_tag``; when it is
-    given, ``per_tag`` is needed only at those positions. ``main_resamples`` (optional)
-    holds each score's stored ``Score.main_resamples`` (bytes or None).
+    given, ``per_tag`` is needed only at those positions. ``covered`` and ``totals``
+    (optional) hold each score's coverage: examples with a prediction (None: not known) of
+    the dataset's examples. ``main_resamples`` (optional) holds each score's stored
+    ``Score.main_resamples`` (bytes or None).
     """
 
     model_ids: Sequence[int]
@@ -96,6 +101,8 @@ class ScoreColumns:
     ci_highs: Sequence[float | None]
     columns: Mapping[str, Sequence[float | None]]
     main_per_tag: Sequence[Mapping[str, Any] | None] = ()
+    covered: Sequence[int | None] = ()
+    totals: Sequence[int] = ()
     main_resamples: Sequence[bytes | memoryview | None] = ()
 
     @classmethod
@@ -112,6 +119,8 @@ class ScoreColumns:
             ci_lows=[record.ci_low for record in records],
             ci_highs=[record.ci_high for record in records],
             columns={name: [record.columns.get(name) for record in records] for name in names},
+            covered=[record.covered for record in records],
+            totals=[record.total for record in records],
             main_resamples=[record.main_resamples for record in records],
         )
 

@@ -117,14 +117,38 @@ class DatasetColumn:
 
 @dataclass(frozen=True)
 class DatasetCell:
-    """A model's main-metric value on one dataset, with its bootstrap interval."""
+    """A model's main-metric value on one dataset, with its bootstrap interval.
+
+    ``covered`` of ``total`` examples had a prediction (None: not known or no score); the
+    cell is *partial* when some had none (they counted as wrong).
+    """
 
     value: float | None
     ci_low: float | None = None
     ci_high: float | None = None
+    covered: int | None = None
+    total: int | None = None
 
-    def as_dict(self) -> dict[str, float | None]:
-        return {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high}
+    @property
+    def partial(self) -> bool:
+        return self.covered is not None and self.total is not None and self.covered < self.total
+
+    @property
+    def coverage(self) -> str:
+        """Return e.g. ``"300 of 400"``; empty when not known."""
+        if self.covered is None or self.total is None:
+            return ""
+        return f"{self.covered} of {self.total}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "covered": self.covered,
+            "total": self.total,
+            "partial": self.partial,
+        }
 
 
 @dataclass(frozen=True)
@@ -173,6 +197,22 @@ class LeaderboardRow:
     # Against the next model in the ranking (None for the last ranked and unranked ones).
     next_comparison: NextComparison | None = None
 
+    @property
+    def partial_datasets(self) -> tuple[str, ...]:
+        """Return the slugs of the datasets whose score is partial."""
+        return tuple(slug for slug, cell in self.datasets.items() if cell.partial)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.partial_datasets)
+
+    @property
+    def coverage_note(self) -> str:
+        """Return e.g. ``"alpha: 300 of 400"`` for each partial dataset, ``; ``-separated."""
+        return "; ".join(
+            f"{slug}: {cell.coverage}" for slug, cell in self.datasets.items() if cell.partial
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "rank": self.rank,
@@ -193,6 +233,8 @@ class LeaderboardRow:
             "incomplete": self.incomplete,
             "missing_metrics": list(self.missing_metrics),
             "contributions": dict(self.contributions),
+            "partial": self.partial,
+            "partial_datasets": list(self.partial_datasets),
         }
 
 
@@ -308,7 +350,7 @@ class LeaderboardTable:
             "dynascore_tie_with_next",
         ]
         header += [f"{DATASET_SORT_PREFIX}{dataset.slug}" for dataset in self.datasets]
-        header += ["incomplete", "missing_metrics"]
+        header += ["incomplete", "missing_metrics", "partial", "coverage"]
         return header
 
     def csv_rows(self) -> list[list[Any]]:
@@ -331,6 +373,7 @@ class LeaderboardTable:
             )
             cells += [row.datasets[dataset.slug].value for dataset in self.datasets]
             cells += [row.incomplete, " ".join(row.missing_metrics)]
+            cells += [row.partial, row.coverage_note]
             rows.append(["" if cell is None else cell for cell in cells])
         return rows
 

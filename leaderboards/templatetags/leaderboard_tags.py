@@ -207,6 +207,12 @@ def leaderboard_rows(table) -> str:
             badge = (
                 f'<span class="badge text-bg-warning" title="Missing: {missing}">incomplete</span>'
             )
+        if row.partial:
+            note = escape(row.coverage_note)
+            badge += (
+                f' <span class="badge text-bg-warning" data-partial="1" title="Partial: {note}'
+                f' (examples without a prediction counted as wrong)">partial: {note}</span>'
+            )
         marker = ' class="table-light text-muted" data-incomplete="1"' if row.incomplete else ""
         rank = "" if row.rank is None else escape(row.rank)
         interval = _interval(row.dynascore_ci_low, row.dynascore_ci_high)
@@ -238,6 +244,11 @@ def breakdown_rows(table) -> str:
             note = (
                 f' <span class="small text-muted">({escape(interval)})</span>' if interval else ""
             )
+            if cell_value is not None and cell_value.partial:
+                note += (
+                    ' <span class="badge text-bg-warning" data-partial="1">'
+                    f"partial: {escape(cell_value.coverage)}</span>"
+                )
             parts.append(f"<td>{escape(number(value))}{note}</td>")
         parts.append("</tr>")
         lines.append("".join(parts))

@@ -31,11 +31,18 @@ class PredictionsUploadView(LoginRequiredMixin, View):
         dataset = form.cleaned_data["dataset"]
         try:
             run = predictions_import(
-                model, dataset, upload.file, filename=upload.name, user=request.user
+                model,
+                dataset,
+                upload.file,
+                filename=upload.name,
+                user=request.user,
+                partial=form.cleaned_data["partial"],
             )
         except ServiceError as error:
             form.add_error(None, error.message)
-            return self.render(request, model, form, error.details.get("errors", []), status=400)
+            # Missing ids are one problem, which the message above already names in full.
+            errors = [] if "missing_ids" in error.details else error.details.get("errors", [])
+            return self.render(request, model, form, errors, status=400)
         messages.success(request, "The predictions were scored.")
         return redirect("leaderboards:run_detail", run_id=run.pk)
 

@@ -240,6 +240,50 @@ def test_predictions_upload(role, clients, submitter, file_model, datasets):
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["status"] == "done" and body["score"]["dataset"] == "public"
+    assert (body["score"]["partial"], body["score"]["coverage"]) == (False, "5 of 5")
+
+
+def test_a_predictions_file_missing_ids_is_refused_unless_partial(
+    clients, submitter, file_model, api_task
+):
+    _import(api_task, "big", count=400)
+    client = client_for(submitter)
+    rows = [_prediction(row["uid"], row["label"]) for row in sentiment_rows(300)]
+    url = f"/api/v1/models/{file_model.pk}/predictions/"
+    response = client.post(url, {"dataset": "big", "file": _file(rows)}, format="multipart")
+    error = assert_error(response, 400, "upload.invalid")
+    assert "missing 100 of 400 ids: u300, u301, u302, u303, u304, …" in error["message"]
+    assert error["details"]["missing_count"] == 100
+    assert error["details"]["errors"][0]["code"] == "upload.E024"
+    assert not EvaluationRun.objects.filter(model=file_model).exists()
+
+    response = client.post(
+        url, {"dataset": "big", "file": _file(rows), "partial": "true"}, format="multipart"
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["done"], body["total"]) == (300, 400)
+    progress = body["progress"]
+    assert progress["percent"] == 75.0 and progress["partial"]
+    assert progress["counts"] == "300 of 400 examples (partial)"
+    score = body["score"]
+    assert (score["covered"], score["example_count"], score["partial"]) == (300, 400, True)
+    assert score["coverage"] == "300 of 400"
+
+    # The model's runs, its scores, and the leaderboard say the same.
+    (run,) = clients["owner"].get(f"/api/v1/models/{file_model.pk}/runs/").json()
+    assert run["progress"]["partial"] and run["score"]["coverage"] == "300 of 400"
+    (listed,) = clients["owner"].get(f"/api/v1/models/{file_model.pk}/scores/").json()
+    assert (listed["partial"], listed["coverage"]) == (True, "300 of 400")
+    table = clients["anonymous"].get(f"/api/v1/tasks/{api_task.code}/leaderboard/").json()
+    (row,) = table["rows"]
+    assert row["partial"] and row["partial_datasets"] == ["big"]
+    assert row["datasets"]["big"] == {
+        **row["datasets"]["big"],
+        "covered": 300,
+        "total": 400,
+        "partial": True,
+    }
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -36,6 +36,8 @@ def small_cube() -> ScoreCube:
         ci_highs=[0.6, 0.7, 0.8, None, 1.0],
         columns={},
         main_per_tag=[{"neg": 0.1}, {"neg": 0.2, "pos": 0.3}, {}, {"pos": "bad"}, {"neg": 1.0}],
+        covered=[40, 30, None, 50, 50],
+        totals=[40, 50, 40, 50, 50],
     )
     return cube_build(models, scores, ["acc"], "acc")
 
@@ -50,6 +52,9 @@ def test_a_cube_holds_every_model_sorted_and_the_scores_of_known_models():
     assert np.array_equal(cube.main, [[0.5, 0.6], [0.7, np.nan], [np.nan, np.nan]], equal_nan=True)
     assert cube.present.tolist() == [[True, True], [True, False], [False, True]]
     assert cube.tag_names == ["neg", "pos"]
+    # Coverage: -1 where it is not known or there is no score.
+    assert cube.covered.tolist() == [[40, 30], [-1, -1], [-1, 50]]
+    assert cube.totals.tolist() == [[40, 50], [40, 0], [0, 50]]
     assert (
         np.array_equal(cube.tag_values[0], [[0.1, np.nan], [0.2, 0.3]], equal_nan=True)
         and np.isnan(cube.tag_values[1:]).all()
@@ -95,6 +100,11 @@ def test_cube_board_gives_each_viewer_their_models_and_datasets_in_order():
         public.main, [[0.6, np.nan, 0.5], [np.nan, np.nan, np.nan]], equal_nan=True
     )
     assert public.present.tolist() == [[True, False, True], [True, False, False]]
+    assert [public.coverage(0, position) for position in range(3)] == [
+        (30, 50),
+        (None, None),
+        (40, 40),
+    ]
     # The owner of the unpublished model 2 sees it; the owner of anonymous model 1 its name.
     assert cube_board(cube, datasets=[], manages=False, user_id=20).keys == [
         "000000000001",

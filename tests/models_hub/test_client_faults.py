@@ -95,11 +95,22 @@ def test_hostname_resolving_to_metadata_is_refused_and_nothing_is_sent(
     assert misbehaving_server.requests == []
 
 
+@pytest.mark.parametrize(
+    "second_answer",
+    # The metadata address itself and as 6to4, NAT64, Teredo client and IPv4-compatible forms.
+    [
+        "169.254.169.254",
+        "2002:a9fe:a9fe::",
+        "64:ff9b::a9fe:a9fe",
+        "2001:0:808:808::5601:5601",
+        "::a9fe:a9fe",
+    ],
+)
 def test_rebinding_after_a_good_answer_is_caught_at_connect_time(
-    sentiment_config, misbehaving_server
+    sentiment_config, misbehaving_server, second_answer
 ):
     port = misbehaving_server.server_address[1]
-    answers = iter([["127.0.0.1"], ["169.254.169.254"]])
+    answers = iter([["127.0.0.1"], [second_answer]])
     model_client = ModelClient(
         resolver=lambda hostname, port_number: next(answers), retry=FAST_RETRY
     )
@@ -110,9 +121,33 @@ def test_rebinding_after_a_good_answer_is_caught_at_connect_time(
     from models_hub.transport import close_sessions
 
     close_sessions()
-    with pytest.raises(ModelAddressRefused):
+    with pytest.raises(ModelAddressRefused, match="169.254.169.254"):
         model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
     assert len(misbehaving_server.requests) == 1
+
+
+@pytest.mark.parametrize("host", ["127.1", "2130706433", "0x7f.0.0.1", "0177.0.0.1"])
+def test_legacy_ipv4_spellings_connect_to_the_address_they_were_judged_as(
+    sentiment_config, misbehaving_server, host
+):
+    """Allowed as 127.0.0.1, the call reaches the loopback server at 127.0.0.1, no other."""
+    port = misbehaving_server.server_address[1]
+    model_client = ModelClient(resolver=_no_dns, retry=FAST_RETRY)
+    target = endpoint(f"http://{host}:{port}/ok", allowed_hosts=("127.0.0.1",))
+    result = model_client.predict(target, sentiment_config, "sentiment", sentiment_inputs(1))
+    assert result.outputs[0]["label"] == "positive"
+    with pytest.raises(ModelAddressRefused, match="127.0.0.1"):
+        model_client.predict(
+            endpoint(f"http://{host}:{port}/ok", allowed_hosts=()),
+            sentiment_config,
+            "sentiment",
+            sentiment_inputs(1),
+        )
+    assert len(misbehaving_server.requests) == 1
+
+
+def _no_dns(hostname, port_number):
+    raise AssertionError(f"{hostname} was sent to the resolver")
 
 
 @SIZES

@@ -103,7 +103,8 @@ def leaderboard_csv() -> Download:
             )
     response = Client().get(reverse("leaderboards:task_csv", args=[task.code]))
     return Download(
-        _content(response), frozenset({"model", "owner", "incomplete", "missing_metrics"})
+        _content(response),
+        frozenset({"model", "owner", "incomplete", "missing_metrics", "partial", "coverage"}),
     )
 
 

@@ -53,6 +53,25 @@ def test_progress_of_a_done_run_uses_its_finish_time():
     assert progress.finished and not progress.failed
 
 
+def test_percent_is_never_100_while_examples_are_missing():
+    for done, total in [(399, 400), (9_999, 10_000), (999_999, 1_000_000), (2, 3)]:
+        for status in (RunStatus.RUNNING, RunStatus.FINALIZING, RunStatus.DONE):
+            progress = run_progress(_run(done=done, total=total, status=status), NOW)
+            assert progress.percent < 100.0, (done, total, status)
+    assert run_progress(_run(done=2, total=3, status=RunStatus.RUNNING), NOW).percent == 66.6
+    done = run_progress(_run(done=400, total=400, status=RunStatus.DONE), NOW)
+    assert (done.percent, done.partial, done.counts) == (100.0, False, "400 / 400 examples")
+
+
+def test_a_done_run_with_fewer_predictions_than_examples_is_partial():
+    progress = run_progress(_run(done=300, total=400, status=RunStatus.DONE), NOW)
+    assert (progress.percent, progress.partial) == (75.0, True)
+    assert progress.counts == "300 of 400 examples (partial)"
+    # Still running: not partial, just not done yet.
+    running = run_progress(_run(done=300, total=400, status=RunStatus.RUNNING), NOW)
+    assert not running.partial and running.counts == "300 / 400 examples"
+
+
 def test_progress_of_a_failed_run_keeps_its_counts():
     run = _run(
         done=80,

@@ -106,10 +106,67 @@ def test_upload_scores_like_an_endpoint_run_with_the_same_outputs(
     # A file says nothing about speed: no job metrics.
     assert score.examples_per_second is None and score.latency_p50_ms is None
 
-    # Lines left out count as wrong answers (the model gave none).
+    assert (score.covered_count, score.is_partial) == (40, False)
+
+    # A file that leaves lines out is refused, unless accepted as partial: then the lines
+    # left out count as wrong answers (the model gave none) and the score says so.
     partial = ModelFactory(task=eval_task, owner=eval_owner, name="partial")
-    run = predictions_import(partial, dataset, jsonl(rows[:20]), filename="p.jsonl")
-    assert (run.done, run.failed_count) == (20, 20)
+    with pytest.raises(InvalidUpload):
+        predictions_import(partial, dataset, jsonl(rows[:20]), filename="p.jsonl")
+    run = predictions_import(partial, dataset, jsonl(rows[:20]), filename="p.jsonl", partial=True)
+    assert (run.done, run.total, run.failed_count) == (20, 40, 20)
     partial_score = Score.objects.get(model=partial, dataset=dataset)
-    assert partial_score.example_count == 40
+    assert (partial_score.example_count, partial_score.covered_count) == (40, 20)
+    assert partial_score.is_partial and partial_score.coverage == "20 of 40"
     assert partial_score.main_value < live_score.main_value
+
+
+@pytest.mark.django_db
+def test_a_file_missing_ids_is_refused_naming_the_first_ones_and_their_count(eval_task, file_model):
+    dataset = import_sentiment(eval_task, 12, evaluate=False)
+    rows = [
+        {"uid": f"u{index}", "label": "positive", "prob": sentiment_prob("positive")}
+        for index in (0, 2, 4, 5)
+    ]
+    with pytest.raises(InvalidUpload) as caught:
+        predictions_import(file_model, dataset, jsonl(rows), filename="p.jsonl")
+    error = caught.value
+    assert "missing 8 of 12 ids: u1, u3, u6, u7, u8, …" in error.message
+    assert error.details["missing_ids"] == ["u1", "u3", "u6", "u7", "u8"]
+    assert (error.details["missing_count"], error.details["total"]) == (8, 12)
+    assert _codes(error) == [(0, "upload.E024")]
+    assert not EvaluationRun.objects.exists() and not Prediction.objects.exists()
+
+    # Fewer missing than named: every one, and no ellipsis.
+    rows = [
+        {"uid": f"u{index}", "label": "positive", "prob": sentiment_prob("positive")}
+        for index in range(12)
+        if index != 7
+    ]
+    with pytest.raises(InvalidUpload) as caught:
+        predictions_import(file_model, dataset, jsonl(rows), filename="p.jsonl")
+    assert "missing 1 of 12 ids: u7;" in caught.value.message
+
+
+@pytest.mark.django_db
+def test_a_partial_file_is_scored_with_its_coverage(eval_task, file_model):
+    dataset = import_sentiment(eval_task, 8, evaluate=False)
+    rows = [
+        {"uid": f"u{index}", "label": "positive", "prob": sentiment_prob("positive")}
+        for index in range(6)
+    ]
+    run = predictions_import(file_model, dataset, jsonl(rows), filename="p.jsonl", partial=True)
+    assert run.status == RunStatus.DONE
+    assert (run.done, run.total) == (6, 8)
+    score = Score.objects.get(model=file_model, dataset=dataset)
+    assert (score.covered_count, score.example_count, score.coverage) == (6, 8, "6 of 8")
+    assert score.is_partial
+
+    # partial=True with every line: a complete score.
+    rows += [
+        {"uid": f"u{index}", "label": "positive", "prob": sentiment_prob("positive")}
+        for index in (6, 7)
+    ]
+    predictions_import(file_model, dataset, jsonl(rows), filename="p.jsonl", partial=True)
+    score.refresh_from_db()
+    assert (score.covered_count, score.is_partial) == (8, False)

@@ -3,9 +3,14 @@ predictions, failing with the first bad response, one raw response kept per batc
 
 from __future__ import annotations
 
-import pytest
+import threading
+import time
 
-from leaderboards.models import Prediction, RunStatus, Score
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from leaderboards.models import EvaluationRun, Prediction, RunStatus, Score
 from leaderboards.services import shards
 from leaderboards.services.runs import evaluation_run_create, evaluation_run_retry
 from tests.leaderboards.evalkit import (
@@ -149,3 +154,72 @@ def testpending_batches_read_a_small_first_chunk_then_whole_ones(
         assert [pk for ids, _ in batches for pk in ids] == expected, first_chunk
         assert all(len(ids) <= 4 for ids, _ in batches)
         assert [len(inputs) for _, inputs in batches] == [len(ids) for ids, _ in batches]
+
+
+class GatedSentiment(KeywordSentiment):
+    """``KeywordSentiment`` that answers a batch only once the test lets one through."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = threading.Semaphore(0)
+
+    def predict(self, batch: list[dict]) -> list[dict]:
+        if not self.gate.acquire(timeout=30):
+            raise RuntimeError("the test let no batch through")
+        return super().predict(batch)
+
+
+def _run_in_thread(function, *args) -> threading.Thread:
+    def target():
+        try:
+            function(*args)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def _next_done(run_id: int, previous: int, thread: threading.Thread) -> int:
+    """Wait until the run's done count moves past ``previous``; return it (a sync, not a
+    timing assertion: the wait only bounds a hung test)."""
+    for _ in range(3000):
+        done = EvaluationRun.objects.values_list("done", flat=True).get(pk=run_id)
+        if done != previous:
+            return done
+        if not thread.is_alive():
+            break
+        time.sleep(0.01)
+    raise AssertionError(f"the done count stayed at {previous}")
+
+
+def test_a_run_smaller_than_a_write_chunk_shows_progress_within_its_shard(
+    client, eval_task, eval_owner, redis_connection, fast_client, settings
+):
+    # Each answered batch is due at once, so every batch the server lets through shows.
+    settings.EVAL_PROGRESS_SECONDS = 0
+    handler = GatedSentiment()
+    with serving(handler) as server:
+        model = make_model(
+            eval_task, eval_owner, server.url, name="gated", batch_size=50, max_concurrency=1
+        )
+        dataset = import_sentiment(eval_task, 241, evaluate=False)
+        run = evaluation_run_create(model, dataset, include_perturbations=False)
+        (shard,) = run.shards.all()
+        thread = _run_in_thread(shards.shard_execute, shard.pk)
+        client.force_login(eval_owner)
+        observed = [0]
+        pages = []
+        while observed[-1] < 241:
+            handler.gate.release()
+            observed.append(_next_done(run.pk, observed[-1], thread))
+            url = reverse("leaderboards:run_progress", args=[run.pk])
+            pages.append(client.get(url).content.decode())
+        thread.join(timeout=30)
+    assert observed == [0, 50, 100, 150, 200, 241]
+    assert any(0 < done < 241 for done in observed)
+    assert "50 / 241 examples" in pages[0] and "20.7%" in pages[0]
+    assert "100.0%" not in "".join(pages[:-1])
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINALIZING and Prediction.objects.filter(run=run).count() == 241

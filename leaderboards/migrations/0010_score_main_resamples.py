@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('leaderboards', '0008_dataset_inputs_to_others'),
+        ('leaderboards', '0009_score_covered_count'),
     ]
 
     operations = [
