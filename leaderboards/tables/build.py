@@ -35,7 +35,7 @@ How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,10 @@ METRIC_LABELS = {
 }
 
 
+def _compute_now(compute: Callable[[], BoardIntervals]) -> BoardIntervals:
+    return compute()
+
+
 def build_leaderboard_table(
     *,
     task_code: str,
@@ -101,6 +105,7 @@ def build_leaderboard_table(
     page_size: int = DEFAULT_PAGE_SIZE,
     instance_memory_gb: float = DEFAULT_INSTANCE_MEMORY_GB,
     messages: Sequence[str] = (),
+    remember: Callable[[Callable[[], BoardIntervals]], BoardIntervals] = _compute_now,
 ) -> LeaderboardTable:
     """Return one page of the leaderboard of ``models`` (see the module docstring).
 
@@ -109,7 +114,9 @@ def build_leaderboard_table(
     ordered, but only the page rows are built into ``LeaderboardRow`` objects, so the
     Python work per model is a few list and array operations. ``board`` (a ``Board`` of
     the listed models and of ``datasets``, by slug, e.g. from ``leaderboards.cubes``)
-    replaces ``models`` and ``scores``.
+    replaces ``models`` and ``scores``. The bootstrap intervals (a thousand Dynascores
+    per model) do not depend on the sort or the page: ``remember(compute)`` returns
+    ``compute()`` or a copy it kept for the same board and weights.
     """
     notes = list(messages)
     main_spec = next((spec for spec in metric_specs if spec.is_main), None)
@@ -199,38 +206,18 @@ def build_leaderboard_table(
         for dataset in datasets
     )
 
-    # Intervals from the bootstrap resamples (``leaderboards.intervals``): the main
-    # metric's aggregate per resample (the scoring datasets where some model has it,
-    # weighted as in the average), the Dynascore per resample, and for each pair of
-    # neighbours in the ranking the share of resamples in which the upper one is ahead.
+    # Intervals from the bootstrap resamples (``leaderboards.intervals``), the same for
+    # every sort and page of this weighting: ``remember`` may keep them.
     weighted = [
         (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
         for dataset in scoring
         if dataset_weights.get(dataset.slug, 0.0) > 0
         and not np.isnan(board.main[:, board.slug_position[dataset.slug]]).all()
     ]
-    main_resamples = aggregate_resamples(
-        board.resamples[:, [position for position, _ in weighted], :],
-        [weight for _, weight in weighted],
+    intervals = remember(
+        lambda: _board_intervals(board, weighted, averages, metric_inputs, main_metric, result)
     )
-    ci_lows, ci_highs = interval_bounds(main_resamples)
-    dynascore_lows = dynascore_highs = np.full(len(keys), np.nan)
-    confidence: dict[int, tuple[PairConfidence, PairConfidence]] = {}
-    next_of: dict[int, int] = {}
-    if result is not None and result.complete_count:
-        ranked = result.order[: result.complete_count].tolist()
-        scores_resampled = dynascore_resamples(
-            keys,
-            averages[:, [board.metric_position[item.name] for item in metric_inputs]],
-            metric_inputs,
-            main_metric=main_metric,
-            main_resamples=main_resamples,
-        )
-        dynascore_lows, dynascore_highs = interval_bounds(scores_resampled)
-        on_main = neighbour_confidence(ranked, main_resamples)
-        on_dynascore = neighbour_confidence(ranked, scores_resampled)
-        confidence = {index: (on_main[index], on_dynascore[index]) for index in on_main}
-        next_of = dict(zip(ranked, ranked[1:], strict=False))
+    ci_lows = intervals.lows
 
     # Order every model (arrays), then build rows for the page only.
     required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
@@ -275,7 +262,6 @@ def build_leaderboard_table(
         page = page_count
     start = (page - 1) * page_size
     shown_names = [spec.name for spec in shown_specs]
-    intervals = _Intervals(ci_lows, ci_highs, dynascore_lows, dynascore_highs)
     rows = tuple(
         _row(
             board,
@@ -287,7 +273,7 @@ def build_leaderboard_table(
             main_metric,
             intervals,
             missing_of(index),
-            _comparison(board, next_of[index], confidence[index]) if index in confidence else None,
+            _comparison(board, index, intervals),
         )
         for index in order[start : start + page_size]
     )
@@ -353,21 +339,68 @@ def _reverse_within_groups(keyed: list[tuple[int, Any, str]]) -> list[tuple[int,
 
 
 @dataclass(frozen=True)
-class _Intervals:
-    """Every model's interval of the main metric's aggregate and of its Dynascore."""
+class BoardIntervals:
+    """Every model's intervals and, for each ranked model, its confidence over the next.
+
+    ``lows``/``highs`` bound the main metric's weighted aggregate, ``dynascore_lows``/
+    ``dynascore_highs`` the Dynascore (NaN: none); ``next_of`` maps a ranked model's
+    position to the next ranked one's, ``confidence`` to (on the main metric, on the
+    Dynascore).
+    """
 
     lows: np.ndarray
     highs: np.ndarray
     dynascore_lows: np.ndarray
     dynascore_highs: np.ndarray
+    next_of: dict[int, int]
+    confidence: dict[int, tuple[PairConfidence, PairConfidence]]
 
 
-def _comparison(
-    board: Board, lower: int, confidence: tuple[PairConfidence, PairConfidence]
-) -> NextComparison:
-    on_main, on_dynascore = confidence
+def _board_intervals(
+    board: Board,
+    weighted: Sequence[tuple[int, float]],
+    averages: np.ndarray,
+    metric_inputs: Sequence[MetricInput],
+    main_metric: str,
+    result: DynascoreArrays | None,
+) -> BoardIntervals:
+    """Return the intervals of every model of ``board`` (``leaderboards.intervals``).
+
+    The main metric's aggregate per resample over the ``weighted`` (position, weight)
+    datasets, as in the average; the Dynascore per resample; for each pair of neighbours in
+    the ranking, the share of resamples in which the upper one is ahead.
+    """
+    main_resamples = aggregate_resamples(
+        board.resamples[:, [position for position, _ in weighted], :],
+        [weight for _, weight in weighted],
+    )
+    lows, highs = interval_bounds(main_resamples)
+    dynascore_lows = dynascore_highs = np.full(len(board.keys), np.nan)
+    confidence: dict[int, tuple[PairConfidence, PairConfidence]] = {}
+    next_of: dict[int, int] = {}
+    if result is not None and result.complete_count:
+        ranked = result.order[: result.complete_count].tolist()
+        scores_resampled = dynascore_resamples(
+            board.keys,
+            averages[:, [board.metric_position[item.name] for item in metric_inputs]],
+            metric_inputs,
+            main_metric=main_metric,
+            main_resamples=main_resamples,
+        )
+        dynascore_lows, dynascore_highs = interval_bounds(scores_resampled)
+        on_main = neighbour_confidence(ranked, main_resamples)
+        on_dynascore = neighbour_confidence(ranked, scores_resampled)
+        confidence = {index: (on_main[index], on_dynascore[index]) for index in on_main}
+        next_of = dict(zip(ranked, ranked[1:], strict=False))
+    return BoardIntervals(lows, highs, dynascore_lows, dynascore_highs, next_of, confidence)
+
+
+def _comparison(board: Board, index: int, intervals: BoardIntervals) -> NextComparison | None:
+    if index not in intervals.confidence:
+        return None
+    on_main, on_dynascore = intervals.confidence[index]
     return NextComparison(
-        model_name=board.display_name(lower),
+        model_name=board.display_name(intervals.next_of[index]),
         main_share=on_main.share,
         main_tie=on_main.is_tie,
         dynascore_share=on_dynascore.share,
@@ -390,7 +423,7 @@ def _row(
     shown_metrics: Sequence[str],
     datasets: Sequence[DatasetRecord],
     main_metric: str,
-    intervals: _Intervals,
+    intervals: BoardIntervals,
     missing: tuple[str, ...],
     next_comparison: NextComparison | None,
 ) -> LeaderboardRow:
