@@ -581,14 +581,11 @@ def test_the_next_form_keeps_the_input_when_the_worker_retains_it(client, worker
 
 def test_no_next_form_once_the_campaign_quota_is_reached(client, sentiment_task, owner):
     ContextFactory(task=sentiment_task)
-    from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY
-    from tests.factories import CampaignFactory, CampaignWorkerFactory
+    from tests.factories import CampaignFactory, CampaignWorkerFactory, campaign_session
 
     campaign = CampaignFactory(task=sentiment_task, quota=1, created_by=owner)
     worker = CampaignWorkerFactory(campaign=campaign)
-    session = client.session
-    session.update({SESSION_WORKER_KEY: worker.pk, SESSION_CAMPAIGN_KEY: campaign.pk})
-    session.save()
+    campaign_session(client, worker)
     response = submit(client, "sentiment", statement=POSITIVE, label="positive")
     html = response.content.decode()
     assert 'id="write-another"' not in html
