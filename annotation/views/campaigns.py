@@ -153,7 +153,7 @@ class WorkerIdsForm(forms.Form):
     worker_ids = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4, "class": "font-monospace"}),
         max_length=200_000,
-        label="Worker ids",
+        label="Personal links for these worker ids",
         help_text="One per line (or separated by commas or spaces).",
     )
 
