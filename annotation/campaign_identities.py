@@ -74,12 +74,16 @@ def binding_matches(worker: CampaignWorker, token: str | None) -> bool:
 
 
 def session_binding_token(session) -> str:
-    """Return the session's binding token, creating it on first use."""
+    """Return the session's binding token, or a new one (stored by ``session_bind``)."""
     token = session.get(SESSION_BINDING_KEY)
     if not isinstance(token, str) or not token:
-        token = binding_token_new()
-        session[SESSION_BINDING_KEY] = token
+        return binding_token_new()
     return token
+
+
+def session_bind(session, token: str) -> None:
+    """Keep ``token`` in the session once a worker id is bound to it."""
+    session[SESSION_BINDING_KEY] = token
 
 
 def campaign_worker_bind(worker: CampaignWorker, token: str) -> CampaignWorker:

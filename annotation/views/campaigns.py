@@ -248,12 +248,13 @@ class CampaignEnterView(View):
     """
 
     def get(self, request, signed):
+        token = identities.session_binding_token(request.session)
         try:
             campaign = campaigns.campaign_from_signed_token(signed)
             worker = campaigns.campaign_worker_enter(
                 campaign,
                 request.GET.get(campaign.worker_id_param),
-                binding_token=identities.session_binding_token(request.session),
+                binding_token=token,
                 signature=request.GET.get(identities.WORKER_SIGNATURE_PARAM),
             )
         except ServiceError as error:
@@ -261,6 +262,7 @@ class CampaignEnterView(View):
         # A new identity: a fresh session key, so an earlier session id cannot follow it.
         # The binding token is session data: it stays.
         request.session.cycle_key()
+        identities.session_bind(request.session, token)
         request.session[SESSION_WORKER_KEY] = worker.pk
         request.session[SESSION_CAMPAIGN_KEY] = campaign.pk
         if campaigns.campaign_worker_complete(worker):

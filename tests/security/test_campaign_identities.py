@@ -336,3 +336,10 @@ def test_owner_page_shows_workers_with_first_and_last_seen(world):
     assert "Last seen" in html and "First seen" in html and ">Release<" in html
     worker = page.context["workers"][0]
     assert worker.last_seen_at is not None
+
+
+def test_a_refused_browser_keeps_no_binding_token(campaign):
+    enter(Client(), campaign)
+    refused = Client()
+    assert enter(refused, campaign).status_code == 403
+    assert identities.SESSION_BINDING_KEY not in refused.session
