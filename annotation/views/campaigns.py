@@ -216,6 +216,7 @@ class CampaignLinksCsvView(View):
             try:
                 external_ids = identities.worker_ids_parse(form.cleaned_data["worker_ids"])
             except ServiceError as error:
+                form.add_error("worker_ids", error.message)
                 for problem in error.details["errors"]:
                     where = f"line {problem['line']}: " if problem["line"] else ""
                     form.add_error("worker_ids", f"{where}{problem['code']} {problem['value']}")
