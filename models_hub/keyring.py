@@ -1,8 +1,10 @@
 """The site's key ring for model endpoint tokens, built from the settings.
 
-``DYNATASK_SECRET_KEYS`` lists Fernet keys, the first of which seals; when it is empty the
-ring is one key derived from ``SECRET_KEY`` (development, tests and the demo; the deploy
-checks warn about it: ``models_hub.checks``). Rotation is described in docs/security.md.
+``DYNATASK_SECRET_KEYS`` lists Fernet keys, the first of which seals. A key derived from
+``SECRET_KEY`` comes last: it seals when the variable is empty (development, tests and the
+demo; the deploy checks warn about it in production: ``models_hub.checks``), and otherwise
+still opens the tokens sealed before the variable was set, until ``rotate_model_secrets``
+moves them to the first key. Rotation is described in docs/security.md.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ def configured_keys() -> tuple[str, ...]:
 
 
 def site_key_ring() -> MultiFernet:
-    """Return the ring of the configured keys, or of the key derived from ``SECRET_KEY``;
-    raise ``ImproperlyConfigured`` (naming the position of a bad key) when one is unusable."""
+    """Return the ring of the configured keys followed by the key derived from
+    ``SECRET_KEY``; raise ``ImproperlyConfigured`` (naming the position of a bad key) when
+    one is unusable."""
     return _ring(configured_keys(), settings.SECRET_KEY)
 
 
@@ -31,6 +34,6 @@ def site_key_ring() -> MultiFernet:
 def _ring(keys: tuple[str, ...], secret_key: str) -> MultiFernet:
     # Keyed by the values: tests that override the settings get their own ring.
     try:
-        return sealing.key_ring(keys or (sealing.dev_key(secret_key),))
+        return sealing.key_ring((*keys, sealing.dev_key(secret_key)))
     except sealing.KeyRingError as error:
         raise ImproperlyConfigured(f"DYNATASK_SECRET_KEYS: {error}") from None

@@ -100,6 +100,20 @@ def test_rotation_with_two_keys_then_the_old_key_dropped(task, user, misbehaving
     assert misbehaving_server.requests[-1]["headers"]["Authorization"] == f"Bearer {SECRET_TOKEN}"
 
 
+def test_tokens_sealed_before_the_keys_were_set_move_to_them(task, user):
+    with override_settings(DYNATASK_SECRET_KEYS=[]):
+        model = register(task, user)
+    with override_settings(DYNATASK_SECRET_KEYS=[NEW_KEY]):
+        # The key derived from SECRET_KEY still opens them, until the rotation.
+        assert selectors.endpoint_spec(model).token == SECRET_TOKEN
+        assert services.model_tokens_rotate().rotated == 1
+    model.refresh_from_db()
+    with override_settings(DYNATASK_SECRET_KEYS=[NEW_KEY], SECRET_KEY="a-new-secret-key"):
+        assert selectors.endpoint_spec(model).token == SECRET_TOKEN
+    with override_settings(DYNATASK_SECRET_KEYS=[OLD_KEY], SECRET_KEY="a-new-secret-key"):
+        assert selectors.model_token_unreadable(model)
+
+
 def test_rotation_forgets_the_cached_rows_of_the_tasks_it_touched(
     task, user, django_capture_on_commit_callbacks
 ):
