@@ -244,7 +244,8 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
 
     ``auth_token`` (non-empty) replaces the token, ``clear_auth_token=True`` removes it; a
     blank or missing ``auth_token`` keeps the stored one. A changed endpoint is checked again
-    and resets the health status to unknown.
+    and resets the health status to unknown; a changed endpoint or token queues a health
+    check.
     """
     _reject_unknown(fields, UPDATE_FIELDS)
     _require_editor(model, user)
@@ -277,7 +278,8 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
         raise Conflict(
             f"this task already has a model named {model.name!r}", code="model.name_taken"
         ) from None
-    if "status" in changed and model.has_endpoint:
+    # A new token may cure a failing model (one whose stored token no key decrypted, say).
+    if {"status", "auth_token"} & set(changed) and model.has_endpoint:
         from models_hub import jobs
 
         transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
