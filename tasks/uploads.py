@@ -4,7 +4,9 @@ Pure: takes a binary or text stream and yields ``(line_number, record)`` one at 
 100k-line upload never sits in memory. A line that cannot be decoded yields an
 ``UploadLineError`` instead of a record; callers collect those and keep going, so that every
 bad line is reported at once. A JSON line nested deeper than ``MAX_JSON_DEPTH`` (64) levels
-is ``upload.E009``, refused before it is parsed.
+is ``upload.E009``, refused before it is parsed. JSON Lines end at line feeds only; an error
+that sits at one place of a line (invalid JSON, a byte that is not UTF-8) also names its
+column, counted in characters from 1.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from tasks.bounded_json import JSONTooDeep, json_loads_bounded
@@ -60,16 +62,21 @@ def _text_stream(stream: IO) -> IO[str]:
     return codecs.getreader("utf-8-sig")(stream, errors="strict")
 
 
-def _raw_lines(stream: IO) -> Iterator[str | bytes]:
-    """Yield the lines of ``stream`` with their ending, split at ``\n`` only.
+def _raw_lines(stream: IO) -> Iterator[str | bytes | UploadLineError]:
+    """Yield the lines of ``stream`` with their ending, split at line feeds (LF) only.
 
-    JSON Lines ends a line at ``\n``; a string may hold U+2028, U+0085 and the like, which a
+    JSON Lines ends a line at LF; a string may hold U+2028, U+0085 and the like, which a
     codecs reader takes for line breaks (shifting every later line number). A binary stream
     gives bytes, a text stream text; a read takes at most ``MAX_LINE_BYTES + 1`` of them,
-    and the rest of a longer line comes in the next reads.
+    and the rest of a longer line comes in the next reads. A text stream that cannot decode
+    its bytes gives an ``upload.E001`` error (without its line number) and ends.
     """
     while True:
-        line = stream.readline(MAX_LINE_BYTES + 1)
+        try:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+        except UnicodeDecodeError as error:
+            yield UploadLineError(0, "upload.E001", f"not valid UTF-8 ({error.reason})")
+            return
         if not line:
             return
         yield line
@@ -113,15 +120,19 @@ def iter_jsonl(stream: IO) -> Iterator[tuple[int, dict | UploadLineError]]:
     line_number = 0
     for raw in lines:
         line_number += 1
+        if isinstance(raw, UploadLineError):
+            yield line_number, replace(raw, line=line_number)
+            return
         if len(raw) > MAX_LINE_BYTES and not _ends_line(raw):
+            unit = "bytes" if isinstance(raw, bytes) else "characters"
             yield (
                 line_number,
                 UploadLineError(
-                    line_number, "upload.E002", f"line longer than {MAX_LINE_BYTES} characters"
+                    line_number, "upload.E002", f"line longer than {MAX_LINE_BYTES} {unit}"
                 ),
             )
             for rest in lines:  # skip the rest of the oversized line
-                if _ends_line(rest):
+                if isinstance(rest, UploadLineError) or _ends_line(rest):
                     break
             continue
         line = _decode_line(raw, line_number) if isinstance(raw, bytes) else raw

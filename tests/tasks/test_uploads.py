@@ -82,6 +82,25 @@ def test_jsonl_reports_invalid_utf8():
     assert results[0][1].code == "upload.E001"
 
 
+def test_jsonl_from_a_text_stream_that_cannot_decode_is_an_error_not_a_crash():
+    stream = io.TextIOWrapper(io.BytesIO(b'{"a": "\xff"}\n'), encoding="utf-8")
+    ((line, error),) = list(iter_jsonl(stream))
+    assert (line, error.line, error.code) == (1, 1, "upload.E001")
+
+
+def test_jsonl_skips_an_oversized_line_and_goes_on(monkeypatch):
+    monkeypatch.setattr("tasks.uploads.MAX_LINE_BYTES", 20)
+    text = '{"a": 1}\n{"a": "' + "x" * 50 + '"}\n{"a" 3}\n'
+    results = list(iter_jsonl(io.BytesIO(text.encode())))
+    assert [(line, getattr(item, "code", None)) for line, item in results] == [
+        (1, None),
+        (2, "upload.E002"),
+        (3, "upload.E003"),
+    ]
+    assert results[1][1].message == "line longer than 20 bytes"
+    assert results[2][1].column == 6
+
+
 def test_jsonl_names_the_column_of_the_first_byte_that_is_not_utf8():
     results = list(iter_jsonl(io.BytesIO('{"a": 1}\n{"é": "x'.encode() + b'\xff"}\n')))
     assert results[0] == (1, {"a": 1})
