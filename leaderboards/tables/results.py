@@ -285,6 +285,11 @@ class LeaderboardTable:
     left_out_metrics: tuple[str, ...] = ()
 
     @property
+    def left_out_labels(self) -> tuple[str, ...]:
+        """Return the labels of the metrics left out because of predictions-file models."""
+        return tuple(column.label for column in self.metrics if column.left_out)
+
+    @property
     def counts_self_reported_by_default(self) -> bool:
         """Return True when a self-reported metric weighs in the default weighting."""
         return any(column.self_reported and column.default_weight > 0 for column in self.metrics)

@@ -179,7 +179,7 @@ def _share_warning(table, row) -> str:
     )
     share = row.shares.get(row.dominant_metric, 0.0)
     return (
-        '<div class="small text-danger-emphasis" data-testid="share-warning">'
+        '<div class="small fw-normal text-danger-emphasis" data-testid="share-warning">'
         f"{escape(label)} makes up {_percent(share)} of this score</div>"
     )
 
