@@ -548,11 +548,16 @@ def compute_dynascore_arrays(
 
     converted = values.copy()
     for column, metric in enumerate(by_name.values()):
-        if metric.resolution:
-            # One scalar call per value, as in the reference: the same floats, bit for bit.
+        if metric.resolution and metric.relative_resolution:
+            # One scalar call per value, as in the reference (its logarithms): the same floats.
             converted[:, column] = [
                 _quantize(metric, value) for value in values[:, column].tolist()
             ]
+        elif metric.resolution:
+            # ``round`` halves to even like Python's, and int * step rounds as float * step;
+            # + 0.0 turns numpy's -0.0 into the 0.0 that Python's int 0 gives.
+            step = float(metric.resolution)
+            converted[:, column] = np.round(values[:, column] / step) * step + 0.0
         if str(metric.direction) != HIGHER:
             converted[:, column] = float(metric.offset) - converted[:, column]
     absent = np.isnan(converted)
