@@ -228,6 +228,18 @@ class MetricColumnSerializer(serializers.Serializer):
     offset = serializers.FloatField()
     amrs = serializers.FloatField(allow_null=True)
     contributes = serializers.BooleanField()
+    resolution = serializers.FloatField(
+        help_text="The step at which models are compared on this metric (0: exactly)."
+    )
+    relative_resolution = serializers.BooleanField(
+        help_text="The resolution is a fraction of the value (10 % for 0.1)."
+    )
+    self_reported = serializers.BooleanField(
+        help_text="A figure the model's endpoint states about itself (memory from /health)."
+    )
+    left_out = serializers.BooleanField(
+        help_text="Left out of every Dynascore: a listed predictions-file model lacks it."
+    )
 
 
 class DatasetColumnSerializer(serializers.Serializer):
@@ -259,6 +271,16 @@ class LeaderboardRowSerializer(serializers.Serializer):
     incomplete = serializers.BooleanField()
     missing_metrics = serializers.ListField(child=serializers.CharField())
     contributions = serializers.DictField(child=serializers.FloatField())
+    predictions_file = serializers.BooleanField(
+        help_text="Scored from predictions files: its job metrics are null (n/a)."
+    )
+    shares = serializers.DictField(
+        child=serializers.FloatField(), help_text="Each metric's share of the Dynascore (0-1)."
+    )
+    dominant_metric = serializers.CharField(
+        allow_null=True,
+        help_text="A metric other than the main one making up more than half of the score.",
+    )
 
 
 class TableErrorSerializer(serializers.Serializer):
@@ -301,6 +323,13 @@ class LeaderboardTableSerializer(serializers.Serializer):
     )
     best_per_tag = TagLeaderSerializer(many=True)
     trends = TrendsSerializer()
+    predictions_file_models = serializers.IntegerField(
+        help_text="Listed models scored from predictions files (no job metrics)."
+    )
+    left_out_metrics = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Job metrics left out of every Dynascore because of those models.",
+    )
 
 
 # -- forks and snapshots -----------------------------------------------------------------------

@@ -42,7 +42,7 @@ from tasks.permissions import (
 
 DEFAULT_CACHE_SECONDS = 300
 # Bump when the cached table's shape changes, so old entries are never read back.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 def instance_memory_gb() -> float:
