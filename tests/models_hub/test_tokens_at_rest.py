@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import io
+from types import SimpleNamespace
 
 import pytest
 from cryptography.fernet import Fernet
@@ -34,11 +35,14 @@ def register(task, user, url="http://127.0.0.1:9/", **fields):
     return services.model_register(task=task, owner=user, endpoint_url=url, **fields)
 
 
-def stored_tokens() -> list[str]:
-    """The token column as the database holds it (no field conversion on the way)."""
+def stored_tokens(task) -> list[str]:
+    """The token column of ``task``'s models as the database holds it (no field conversion)."""
     table = connection.ops.quote_name(Model._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT auth_token FROM {table} ORDER BY id")  # noqa: S608
+        cursor.execute(
+            f"SELECT auth_token FROM {table} WHERE task_id = %s ORDER BY id",  # noqa: S608
+            [task.pk],
+        )
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -54,7 +58,7 @@ def test_the_column_holds_no_plain_token_whatever_the_write_path(task, user):
     services.model_update_card(edited, user, auth_token=SECRET_TOKEN + "-new")
     updated = register(task, user, name="updated")
     Model.objects.filter(pk=updated.pk).update(auth_token=SECRET_TOKEN)
-    raw = stored_tokens()
+    raw = stored_tokens(task)
     assert len(raw) == 4
     for value in raw:
         assert SECRET_TOKEN not in value and value.startswith("fernet:")
@@ -81,7 +85,7 @@ def test_rotation_with_two_keys_then_the_old_key_dropped(task, user, misbehaving
     with override_settings(DYNATASK_SECRET_KEYS=[OLD_KEY]):
         model = register(task, user, url=misbehaving_server.url + "ok")
         register(task, user, name="no-token", auth_token="")
-    [before, empty] = stored_tokens()
+    [before, empty] = stored_tokens(task)
     assert empty == ""
     out, err = io.StringIO(), io.StringIO()
     with override_settings(DYNATASK_SECRET_KEYS=[NEW_KEY, OLD_KEY]):
@@ -90,7 +94,7 @@ def test_rotation_with_two_keys_then_the_old_key_dropped(task, user, misbehaving
         call_command("rotate_model_secrets", stdout=out, stderr=err)
     assert "1 token(s) encrypted again" in out.getvalue()
     assert "0 token(s) cannot be decrypted" in out.getvalue() and err.getvalue() == ""
-    [after, empty] = stored_tokens()
+    [after, empty] = stored_tokens(task)
     assert after != before and SECRET_TOKEN not in after and empty == ""
     with override_settings(DYNATASK_SECRET_KEYS=[NEW_KEY]):
         model.refresh_from_db()
@@ -204,43 +208,44 @@ def _migration():
     return importlib.import_module("models_hub.migrations.0004_seal_model_tokens")
 
 
+# The data migration reads only the editor's connection. A real schema editor cannot open
+# inside the test's transaction on SQLite, so the functions get this stand-in.
+EDITOR = SimpleNamespace(connection=connection)
+
+
 def test_the_migration_encrypts_plain_tokens_once_and_reverses(task, user):
     register(task, user, name="already-sealed")
     plain_model = register(task, user, name="plain")
     store_plain(plain_model, SECRET_TOKEN)
     register(task, user, name="no-token", auth_token="")
-    already = stored_tokens()[0]
-    assert stored_tokens()[1] == SECRET_TOKEN
+    already = stored_tokens(task)[0]
+    assert stored_tokens(task)[1] == SECRET_TOKEN
 
     migration = _migration()
-    with connection.schema_editor() as schema_editor:
-        migration.seal_tokens(apps, schema_editor)
-    first_run = stored_tokens()
+    migration.seal_tokens(apps, EDITOR)
+    first_run = stored_tokens(task)
     assert first_run[0] == already and first_run[2] == ""
     assert first_run[1].startswith("fernet:") and SECRET_TOKEN not in first_run[1]
     plain_model.refresh_from_db()
     assert selectors.endpoint_spec(plain_model).token == SECRET_TOKEN
 
-    with connection.schema_editor() as schema_editor:
-        migration.seal_tokens(apps, schema_editor)
-    assert stored_tokens() == first_run
+    migration.seal_tokens(apps, EDITOR)
+    assert stored_tokens(task) == first_run
 
-    with connection.schema_editor() as schema_editor:
-        migration.unseal_tokens(apps, schema_editor)
-    assert stored_tokens() == [SECRET_TOKEN, SECRET_TOKEN, ""]
+    migration.unseal_tokens(apps, EDITOR)
+    assert stored_tokens(task) == [SECRET_TOKEN, SECRET_TOKEN, ""]
 
 
 def test_the_backward_migration_stops_on_a_token_no_key_decrypts(task, user):
     with override_settings(DYNATASK_SECRET_KEYS=[OLD_KEY]):
         register(task, user, name="lost-key")
-    before = stored_tokens()
+    before = stored_tokens(task)
     with (
         override_settings(DYNATASK_SECRET_KEYS=[NEW_KEY]),
         pytest.raises(RuntimeError, match="lost-key"),
-        connection.schema_editor() as schema_editor,
     ):
-        _migration().unseal_tokens(apps, schema_editor)
-    assert stored_tokens() == before
+        _migration().unseal_tokens(apps, EDITOR)
+    assert stored_tokens(task) == before
 
 
 def test_the_rotation_command_encrypts_plain_tokens_left_behind(task, user):
@@ -252,7 +257,7 @@ def test_the_rotation_command_encrypts_plain_tokens_left_behind(task, user):
     out = io.StringIO()
     call_command("rotate_model_secrets", stdout=out, stderr=io.StringIO())
     assert "1 token(s) stored unencrypted are now encrypted" in out.getvalue()
-    [value] = stored_tokens()
+    [value] = stored_tokens(task)
     assert value.startswith("fernet:")
     model.refresh_from_db()
     assert selectors.endpoint_spec(model).token == SECRET_TOKEN
