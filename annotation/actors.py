@@ -1,8 +1,11 @@
 """Who is acting on the create and validate pages: a signed-in user or a campaign worker.
 
 A campaign worker has no account: the campaigns entry view checks the signed link and
-stores ``campaign_worker_id`` and ``campaign_id`` in the session. A campaign worker only
-acts on its campaign's task and round.
+stores ``campaign_worker_id`` and ``campaign_id`` in the session, next to the session's
+binding token. The session acts as the worker only while the worker id is bound to that
+token (``annotation.campaign_identities``): once an owner releases the id, or another
+session binds it, this one no longer does. A campaign worker only acts on its campaign's
+task and round.
 """
 
 from __future__ import annotations
@@ -10,6 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from annotation.campaign_identities import (
+    SESSION_BINDING_KEY,
+    binding_matches,
+    campaign_worker_seen,
+)
 from annotation.models import CampaignWorker
 
 SESSION_WORKER_KEY = "campaign_worker_id"
@@ -70,7 +78,8 @@ class Actor:
 
 
 def actor_from_request(request) -> Actor | None:
-    """The signed-in user, else the session's campaign worker, else None."""
+    """The signed-in user, else the session's campaign worker (while its worker id is bound
+    to this session), else None."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return Actor(user=user)
@@ -86,9 +95,17 @@ def actor_from_request(request) -> Actor | None:
         .filter(pk=worker_id, campaign_id=campaign_id, campaign__is_active=True)
         .first()
     )
-    if worker is None:
+    if worker is None or not binding_matches(worker, session.get(SESSION_BINDING_KEY)):
         return None
+    campaign_worker_seen(worker)
     return Actor(campaign_worker=worker)
+
+
+def campaign_session_unbound(request) -> bool:
+    """Return True when the session entered a campaign but no longer acts as its worker
+    (the id was released or is bound to another browser)."""
+    session = getattr(request, "session", None)
+    return bool(session is not None and session.get(SESSION_WORKER_KEY))
 
 
 # Campaign hooks live in annotation/campaigns.py, which imports this module: import late.
@@ -107,6 +124,7 @@ def campaign_record_time(actor: Actor, milliseconds: int) -> None:
 __all__ = [
     "Actor",
     "actor_from_request",
+    "campaign_session_unbound",
     "campaign_quota_reached",
     "campaign_record_time",
 ]

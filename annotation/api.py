@@ -331,18 +331,35 @@ class JSONLinesRenderer(JSONRenderer):
         return super().render(data, accepted_media_type, renderer_context) + b"\n"
 
 
+class JSONLinesBytesRenderer(JSONLinesRenderer):
+    """The same lines labelled ``application/octet-stream``, for clients that keep only bytes.
+
+    Code generators keep a response only in a media type they know; JSON Lines is rarely one
+    of them, raw bytes nearly always are. A client that asks for ``application/octet-stream``
+    gets the export's lines unchanged.
+    """
+
+    media_type = "application/octet-stream"
+    format = "jsonl-bytes"
+
+
 class ExportView(APIView):
-    renderer_classes = [JSONRenderer, JSONLinesRenderer]
+    renderer_classes = [JSONRenderer, JSONLinesRenderer, JSONLinesBytesRenderer]
 
     @extend_schema(
         tags=["exports"],
         summary="Export a task's (or a round's) examples as JSON Lines (owners)",
-        description="Streamed: one JSON object per line, oldest first, with anonymised worker ids.",
+        description="Streamed: one JSON object per line, oldest first, with anonymised worker "
+        "ids. Served as `application/x-ndjson`; a client that sends `Accept: "
+        "application/octet-stream` gets the same lines under that media type.",
         parameters=[ExportQuerySerializer],
         responses={
-            (200, "application/x-ndjson"): OpenApiResponse(
-                OpenApiTypes.STR, description="JSON Lines, one example per line."
-            )
+            (200, JSONLinesRenderer.media_type): OpenApiResponse(
+                OpenApiTypes.BINARY, description="JSON Lines, one example per line."
+            ),
+            (200, JSONLinesBytesRenderer.media_type): OpenApiResponse(
+                OpenApiTypes.BINARY, description="JSON Lines, one example per line."
+            ),
         },
     )
     def get(self, request, code: str):
@@ -352,8 +369,12 @@ class ExportView(APIView):
         query.is_valid(raise_exception=True)
         round_ = round_by_number(task, query.validated_data.get("round"))
         name = f"{task.code}-round-{round_.number}" if round_ else f"{task.code}-all-rounds"
+        if isinstance(request.accepted_renderer, JSONLinesBytesRenderer):
+            content_type = JSONLinesBytesRenderer.media_type
+        else:
+            content_type = f"{JSONLinesRenderer.media_type}; charset=utf-8"
         response = StreamingHttpResponse(
-            example_export_lines(task, round_), content_type="application/x-ndjson; charset=utf-8"
+            example_export_lines(task, round_), content_type=content_type
         )
         response["Content-Disposition"] = f'attachment; filename="{name}.jsonl"'
         response["Cache-Control"] = "no-store"

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from annotation import campaign_identities as identities
 from annotation.actors import Actor
 from annotation.models import Campaign, CampaignWorker, Example, Validation, ValidationState
 from annotation.stats import counters
@@ -87,6 +88,7 @@ def campaign_create(
     quota: int = 10,
     kind: str = Campaign.Kind.CREATE,
     worker_id_param: str = "PROLIFIC_PID",
+    signed_worker_links: bool = False,
     created_by=None,
 ) -> Campaign:
     """Create a campaign for a task's round; every problem is reported with a code."""
@@ -113,6 +115,7 @@ def campaign_create(
         quota=quota,
         kind=kind,
         worker_id_param=worker_id_param,
+        signed_worker_links=signed_worker_links,
         created_by=created_by,
     )
 
@@ -122,8 +125,19 @@ def campaign_set_active(campaign: Campaign, active: bool) -> None:
     campaign.is_active = active
 
 
-def campaign_worker_enter(campaign: Campaign, external_id: str | None) -> CampaignWorker:
-    """Return the campaign's worker for ``external_id`` (created on first visit)."""
+def campaign_worker_enter(
+    campaign: Campaign,
+    external_id: str | None,
+    *,
+    binding_token: str,
+    signature: str | None = None,
+) -> CampaignWorker:
+    """Return the campaign's worker for ``external_id`` (created on first visit), bound to
+    the session of ``binding_token``.
+
+    Refused when the campaign needs signed worker links and ``signature`` is not the id's
+    (``BadWorkerSignature``), and when another session holds the id (``WorkerIdInUse``).
+    """
     external_id = (external_id or "").strip()
     if not EXTERNAL_ID_PATTERN.match(external_id):
         raise ServiceError(
@@ -131,15 +145,21 @@ def campaign_worker_enter(campaign: Campaign, external_id: str | None) -> Campai
             "(1 to 128 letters, digits or _ . : @ -).",
             code="campaign.bad_worker_id",
         )
+    identities.campaign_worker_check_signature(campaign, external_id, signature)
+    now = timezone.now()
+    digest = identities.binding_digest(binding_token)
     try:
         with transaction.atomic():
+            # A new worker is bound from the start to the session that created it.
             worker, _ = CampaignWorker.objects.get_or_create(
-                campaign=campaign, external_id=external_id
+                campaign=campaign,
+                external_id=external_id,
+                defaults={"binding_hash": digest, "bound_at": now, "last_seen_at": now},
             )
     except IntegrityError:  # a concurrent first visit created it
         worker = CampaignWorker.objects.get(campaign=campaign, external_id=external_id)
     worker.campaign = campaign
-    return worker
+    return identities.campaign_worker_bind(worker, binding_token)
 
 
 def campaign_worker_progress(worker: CampaignWorker) -> int:

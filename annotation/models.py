@@ -64,6 +64,10 @@ class Campaign(models.Model):
     )
     completion_code = models.CharField(max_length=100)
     is_active = models.BooleanField(default=True)
+    signed_worker_links = models.BooleanField(
+        default=False,
+        help_text="Each worker needs their own link, signed for their worker id.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -74,12 +78,19 @@ class Campaign(models.Model):
 
 
 class CampaignWorker(models.Model):
-    """A crowd worker known only by the platform's id, inside one campaign."""
+    """A crowd worker known only by the platform's id, inside one campaign.
+
+    The first browser session that uses the id binds it: ``binding_hash`` is the SHA-256 of
+    a random token kept in that session. Empty means unbound (new, or released by an owner).
+    """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="workers")
     external_id = models.CharField(max_length=128)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    binding_hash = models.CharField(max_length=64, blank=True, default="")
+    bound_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -7,9 +7,11 @@ other people, and a validator sees the example without its writer.
 from __future__ import annotations
 
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import ExampleStatus, ValidationLabel
+from tasks.serializers import JSONObjectField
 
 MAX_SYNC_TIMEOUT = 10.0
 
@@ -17,7 +19,7 @@ MAX_SYNC_TIMEOUT = 10.0
 class SampledContextSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     round = serializers.IntegerField(source="round.number")
-    data = serializers.JSONField()
+    data = JSONObjectField()
     tag = serializers.CharField()
 
 
@@ -49,11 +51,11 @@ class ExampleSerializer(serializers.Serializer):
     round = serializers.IntegerField(source="round.number")
     context_id = serializers.IntegerField(allow_null=True)
     config_version = serializers.IntegerField(source="config_version.version")
-    input = serializers.JSONField()
+    input = JSONObjectField()
     goal_label = serializers.CharField()
     status = serializers.ChoiceField(choices=ExampleStatus.choices)
     model = serializers.SerializerMethodField()
-    model_output = serializers.JSONField(allow_null=True)
+    model_output = JSONObjectField(allow_null=True)
     model_latency_ms = serializers.FloatField(allow_null=True)
     model_error_code = serializers.CharField()
     model_error_message = serializers.CharField()
@@ -62,7 +64,7 @@ class ExampleSerializer(serializers.Serializer):
         allow_null=True, help_text="Whether the model was fooled (null: not decided)."
     )
     verdict_source = serializers.CharField()
-    metadata = serializers.JSONField()
+    metadata = JSONObjectField()
     retracted = serializers.BooleanField()
     flagged = serializers.BooleanField(source="creator_flagged")
     validation_state = serializers.CharField()
@@ -108,12 +110,13 @@ class ExampleToValidateSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     config_version = serializers.IntegerField(source="config_version.version")
     context = serializers.SerializerMethodField()
-    input = serializers.JSONField()
+    input = JSONObjectField()
     goal_label = serializers.CharField()
-    model_output = serializers.JSONField(allow_null=True)
+    model_output = JSONObjectField(allow_null=True)
     model_wrong = serializers.BooleanField(allow_null=True)
-    metadata = serializers.JSONField()
+    metadata = JSONObjectField()
 
+    @extend_schema_field(JSONObjectField(allow_null=True))
     def get_context(self, example) -> dict | None:
         return example.context.data if example.context_id else None
 

@@ -29,6 +29,26 @@ urlpatterns = [
     path("tasks/<slug:code>/export.jsonl", export.TaskExportView.as_view(), name="export"),
     path("tasks/<slug:code>/campaigns/", campaigns.CampaignListView.as_view(), name="campaigns"),
     path(
+        "tasks/<slug:code>/campaigns/<int:campaign_id>/",
+        campaigns.CampaignDetailView.as_view(),
+        name="campaign_detail",
+    ),
+    path(
+        "tasks/<slug:code>/campaigns/<int:campaign_id>/release/",
+        campaigns.CampaignReleaseView.as_view(),
+        name="campaign_release",
+    ),
+    path(
+        "tasks/<slug:code>/campaigns/<int:campaign_id>/signed-links/",
+        campaigns.CampaignSignedLinksView.as_view(),
+        name="campaign_signed_links",
+    ),
+    path(
+        "tasks/<slug:code>/campaigns/<int:campaign_id>/links.csv",
+        campaigns.CampaignLinksCsvView.as_view(),
+        name="campaign_links_csv",
+    ),
+    path(
         "tasks/<slug:code>/campaigns/<int:campaign_id>/toggle/",
         campaigns.CampaignToggleView.as_view(),
         name="campaign_toggle",

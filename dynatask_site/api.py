@@ -29,6 +29,7 @@ from rest_framework.throttling import UserRateThrottle
 from dynatask_site.parsers import JSONNestedTooDeep
 from tasks import errors as service_errors
 from tasks.bounded_json import MAX_JSON_DEPTH
+from tasks.serializers import JSONObjectField
 
 # --- the error shape -----------------------------------------------------------------------
 
@@ -36,7 +37,7 @@ from tasks.bounded_json import MAX_JSON_DEPTH
 class ErrorBodySerializer(serializers.Serializer):
     code = serializers.CharField(help_text="Stable machine-readable code, e.g. `not_found`.")
     message = serializers.CharField(help_text="A message for people.")
-    details = serializers.JSONField(
+    details = JSONObjectField(
         help_text="Structured extras: field errors, upload line errors, retry delay..."
     )
 

@@ -9,7 +9,14 @@ Contract, for metrics ``i`` with user weights ``w_i`` and a main metric ``perf``
 
 1. Each metric is averaged over the scoring datasets with the dataset weights
    (``average_over_datasets``).
-2. Each value is converted so that higher is better: ``x`` for "higher" metrics and
+2. A metric with a resolution (``MetricInput.resolution``, declared by the metric
+   registry, ``tasks.metrics.jobs``) is compared at that resolution: each value is first
+   rounded to the nearest step of its grid (``quantize_to_resolution``: multiples of the
+   step, or powers of ``1 + step`` for a relative resolution). Values on the same step
+   are ties, so noise below the resolution moves no model; a metric whose values all
+   fall on one step has no spread, its AMRS is 0 and it adds nothing (rule below). A
+   resolution of 0 (the default) leaves the values exact.
+   Each value is then converted so that higher is better: ``x`` for "higher" metrics and
    ``offset - x`` for "lower" metrics (latency or memory: memory *saved* is the instance
    memory minus the memory used; the caller passes the offset, e.g. the instance memory
    or the largest value observed).
@@ -45,6 +52,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from tasks.metrics.jobs import quantize_to_resolution
+
 HIGHER = "higher"
 LOWER = "lower"
 DEFAULT_EPSILON = 1e-4
@@ -59,6 +68,7 @@ BAD_VALUE = "dynascore.E006"
 BAD_OFFSET = "dynascore.E007"
 BAD_EPSILON = "dynascore.E008"
 BAD_DATASET_WEIGHT = "dynascore.E009"
+BAD_RESOLUTION = "dynascore.E010"
 
 
 class DynascoreError(ValueError):
@@ -76,12 +86,16 @@ class MetricInput:
 
     ``direction`` is "higher" or "lower" (``tasks.config.Direction`` values work too);
     ``offset`` only applies to "lower" metrics, which enter as ``offset - value``.
+    ``resolution`` (0: exact) is the step at which values are compared, a fraction of
+    the value when ``relative_resolution``; values are rounded to it before anything else.
     """
 
     name: str
     direction: str = HIGHER
     weight: float = 1.0
     offset: float = 0.0
+    resolution: float = 0.0
+    relative_resolution: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,6 +153,14 @@ def _checked_metrics(metrics: Sequence[MetricInput], main_metric: str) -> dict[s
                 BAD_WEIGHT, f"metric {metric.name!r}: weights cannot be negative, got {weight}"
             )
         offset = _finite_number(metric.offset, BAD_OFFSET, f"the offset of {metric.name!r}")
+        resolution = _finite_number(
+            metric.resolution, BAD_RESOLUTION, f"the resolution of {metric.name!r}"
+        )
+        if resolution < 0:
+            raise DynascoreError(
+                BAD_RESOLUTION,
+                f"metric {metric.name!r}: a resolution cannot be negative, got {resolution}",
+            )
         if str(metric.direction) == HIGHER and offset != 0:
             raise DynascoreError(
                 BAD_OFFSET,
@@ -159,7 +181,16 @@ def _checked_metrics(metrics: Sequence[MetricInput], main_metric: str) -> dict[s
 
 
 def _convert(metric: MetricInput, value: float) -> float:
+    value = _quantize(metric, value)
     return value if str(metric.direction) == HIGHER else float(metric.offset) - value
+
+
+def _quantize(metric: MetricInput, value: float) -> float:
+    if not metric.resolution:
+        return value
+    return quantize_to_resolution(
+        value, float(metric.resolution), relative=bool(metric.relative_resolution)
+    )
 
 
 def average_metric_ratio_scaling(
@@ -517,8 +548,18 @@ def compute_dynascore_arrays(
 
     converted = values.copy()
     for column, metric in enumerate(by_name.values()):
+        if metric.resolution and metric.relative_resolution:
+            # One scalar call per value, as in the reference (its logarithms): the same floats.
+            converted[:, column] = [
+                _quantize(metric, value) for value in values[:, column].tolist()
+            ]
+        elif metric.resolution:
+            # ``round`` halves to even like Python's, and int * step rounds as float * step;
+            # + 0.0 turns numpy's -0.0 into the 0.0 that Python's int 0 gives.
+            step = float(metric.resolution)
+            converted[:, column] = np.round(values[:, column] / step) * step + 0.0
         if str(metric.direction) != HIGHER:
-            converted[:, column] = float(metric.offset) - values[:, column]
+            converted[:, column] = float(metric.offset) - converted[:, column]
     absent = np.isnan(converted)
     incomplete_rows = absent[:, required].any(axis=1)
     missing = {

@@ -6,11 +6,13 @@ code path); ``LeaderboardTableSerializer`` only documents that shape in the sche
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from leaderboards.models import AccessType, PerturbationKind, RunStatus, RunTrigger
 from leaderboards.selectors.datasets import dataset_inputs_to_others
 from leaderboards.tables.results import DEFAULT_SORT
+from tasks.serializers import JSONObjectField
 
 # -- datasets ----------------------------------------------------------------------------------
 
@@ -75,9 +77,9 @@ class DatasetUploadSerializer(serializers.Serializer):
 class DatasetExampleSerializer(serializers.Serializer):
     position = serializers.IntegerField()
     uid = serializers.CharField()
-    inputs = serializers.JSONField()
-    tags = serializers.JSONField()
-    gold = serializers.JSONField(
+    inputs = JSONObjectField()
+    tags = serializers.ListField(child=serializers.CharField())
+    gold = JSONObjectField(
         allow_null=True,
         help_text="A public dataset's gold for everyone, every dataset's for the task's "
         "owners; else null.",
@@ -114,6 +116,26 @@ class RunProgressSerializer(serializers.Serializer):
     counts = serializers.CharField(help_text='In words, e.g. "300 of 400 examples (partial)".')
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "description": "Examples of the dataset with the tag."}
+        },
+        "additionalProperties": {"type": "number", "format": "double", "nullable": True},
+        "description": "The tag's example count, then its value of each metric by name.",
+    }
+)
+class TagScoresField(serializers.Field):
+    """One tag's figures: ``count`` (an integer) and a value (or null) per metric name."""
+
+    def to_representation(self, value):
+        return {
+            name: (int(figure) if name == "count" else None if figure is None else float(figure))
+            for name, figure in value.items()
+        }
+
+
 class ScoreSerializer(serializers.Serializer):
     dataset = serializers.CharField(source="dataset.slug")
     dataset_name = serializers.CharField(source="dataset.name")
@@ -123,9 +145,7 @@ class ScoreSerializer(serializers.Serializer):
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
     metrics = serializers.DictField(child=serializers.FloatField(allow_null=True))
-    per_tag = serializers.DictField(
-        child=serializers.DictField(child=serializers.FloatField(allow_null=True))
-    )
+    per_tag = serializers.DictField(child=TagScoresField())
     example_count = serializers.IntegerField()
     covered = serializers.IntegerField(
         source="covered_count",
@@ -208,6 +228,18 @@ class MetricColumnSerializer(serializers.Serializer):
     offset = serializers.FloatField()
     amrs = serializers.FloatField(allow_null=True)
     contributes = serializers.BooleanField()
+    resolution = serializers.FloatField(
+        help_text="The step at which models are compared on this metric (0: exactly)."
+    )
+    relative_resolution = serializers.BooleanField(
+        help_text="The resolution is a fraction of the value (10 % for 0.1)."
+    )
+    self_reported = serializers.BooleanField(
+        help_text="A figure the model's endpoint states about itself (memory from /health)."
+    )
+    left_out = serializers.BooleanField(
+        help_text="Left out of every Dynascore: a listed predictions-file model lacks it."
+    )
 
 
 class DatasetColumnSerializer(serializers.Serializer):
@@ -268,6 +300,16 @@ class LeaderboardRowSerializer(serializers.Serializer):
     incomplete = serializers.BooleanField()
     missing_metrics = serializers.ListField(child=serializers.CharField())
     contributions = serializers.DictField(child=serializers.FloatField())
+    predictions_file = serializers.BooleanField(
+        help_text="Scored from predictions files: its job metrics are null (n/a)."
+    )
+    shares = serializers.DictField(
+        child=serializers.FloatField(), help_text="Each metric's share of the Dynascore (0-1)."
+    )
+    dominant_metric = serializers.CharField(
+        allow_null=True,
+        help_text="A metric other than the main one making up more than half of the score.",
+    )
 
 
 class TableErrorSerializer(serializers.Serializer):
@@ -310,6 +352,13 @@ class LeaderboardTableSerializer(serializers.Serializer):
     )
     best_per_tag = TagLeaderSerializer(many=True)
     trends = TrendsSerializer()
+    predictions_file_models = serializers.IntegerField(
+        help_text="Listed models scored from predictions files (no job metrics)."
+    )
+    left_out_metrics = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Job metrics left out of every Dynascore because of those models.",
+    )
 
 
 # -- forks and snapshots -----------------------------------------------------------------------

@@ -48,6 +48,18 @@ class ModelAdmin(OwnerScopedAdmin):
     )
     list_filter = ("status", "protocol", "is_published", "task")
 
+    @admin.display(description="Stored token")
+    def token_state(self, obj) -> str:
+        # Whether a token is stored and can be decrypted; never the token itself.
+        if obj is None or not obj.has_token:
+            return "none"
+        if selectors.model_token_unreadable(obj):
+            return (
+                "cannot be decrypted with this site's keys (DYNATASK_SECRET_KEYS): enter the "
+                "token again"
+            )
+        return "stored, encrypted (leave the field blank to keep it)"
+
     @admin.display(description="Health latency", ordering="last_health_latency_ms")
     def health_latency(self, obj) -> str:
         return latency(obj.last_health_latency_ms) or "-"
@@ -55,7 +67,7 @@ class ModelAdmin(OwnerScopedAdmin):
     search_fields = ("name", "description")
     list_select_related = ("task", "owner")
     raw_id_fields = ("owner",)
-    readonly_fields = HEALTH_FIELDS
+    readonly_fields = (*HEALTH_FIELDS, "token_state")
     actions = ["check_health_now", "disable_models", "enable_models"]
     fieldsets = (
         (
@@ -69,6 +81,7 @@ class ModelAdmin(OwnerScopedAdmin):
                 "fields": (
                     "protocol",
                     "endpoint_url",
+                    "token_state",
                     "auth_token",
                     "clear_auth_token",
                     "connect_timeout",
@@ -103,7 +116,9 @@ class ModelAdmin(OwnerScopedAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         # The task is fixed once registered: scores and rounds hang off it.
-        fields = (*HEALTH_FIELDS, "task") if obj is not None else HEALTH_FIELDS
+        fields = (*HEALTH_FIELDS, "token_state")
+        if obj is not None:
+            fields = (*fields, "task")
         # A model's read-timeout cap is the site's staff's to raise, not its owner's.
         if not request.user.has_perm("models_hub.raise_read_timeout"):
             fields = (*fields, "read_timeout_cap")

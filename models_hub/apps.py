@@ -6,7 +6,11 @@ class ModelsHubConfig(AppConfig):
     name = "models_hub"
 
     def ready(self) -> None:
-        from models_hub import receivers, selectors
+        from models_hub import (
+            checks,  # noqa: F401 (importing it registers the system checks)
+            receivers,
+            selectors,
+        )
         from tasks.selectors import register_round_check
         from tasks.signals import round_opened
 

@@ -17,6 +17,7 @@ truncated body of the offending response.
 | ``ModelResponseTooDeep`` (a ``ModelBadResponse``) | ``model.response_too_deep`` | no |
 | ``ModelAddressRefused`` | ``model.address_refused`` | no |
 | ``ModelConfigurationError`` | ``model.configuration`` | no |
+| ``ModelTokenUnreadable`` (a ``ModelConfigurationError``) | ``model.token_unreadable`` | no |
 """
 
 from __future__ import annotations
@@ -154,3 +155,10 @@ class ModelConfigurationError(ModelCallError):
 
     code = "model.configuration"
     retryable = False
+
+
+class ModelTokenUnreadable(ModelConfigurationError):
+    """The model's stored token cannot be decrypted with the site's keys: its owner enters
+    it again (after a key was dropped from ``DYNATASK_SECRET_KEYS`` too early)."""
+
+    code = "model.token_unreadable"

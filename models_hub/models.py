@@ -7,6 +7,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from models_hub.fields import SealedTokenField
+
 
 class Protocol(models.TextChoices):
     DYNATASK = "dynatask", "Dynatask native (batch JSON)"
@@ -26,7 +28,9 @@ class Model(models.Model):
     """A model registered for a task: a model card plus, usually, an HTTP endpoint.
 
     ``auth_token`` is write-only: forms never render it back, and it is kept out of
-    ``__str__``/``__repr__``. Writes go through ``models_hub.services``.
+    ``__str__``/``__repr__``. Its column holds the token sealed with the site's keys
+    (``models_hub.fields.SealedTokenField``); only ``selectors.endpoint_spec`` opens it.
+    Writes go through ``models_hub.services``.
     """
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="models")
@@ -50,8 +54,9 @@ class Model(models.Model):
     # Endpoint.
     protocol = models.CharField(max_length=32, choices=Protocol.choices, default=Protocol.DYNATASK)
     endpoint_url = models.URLField(max_length=500, blank=True)
-    # Stored because the worker must send it; never rendered (see the forms' TokenField).
-    auth_token = models.CharField(max_length=2000, blank=True, default="")
+    # Stored because the worker must send it, encrypted; never rendered (see the forms'
+    # token_field). Holds ciphertext once saved or read.
+    auth_token = SealedTokenField(blank=True, default="")
     connect_timeout = models.FloatField(
         default=3.0, validators=[MinValueValidator(0.1), MaxValueValidator(60)]
     )

@@ -7,8 +7,10 @@ import random
 from django.conf import settings
 from django.db.models import F, Q
 
+from models_hub import sealing
 from models_hub.client import EndpointSpec
-from models_hub.errors import ModelConfigurationError
+from models_hub.errors import ModelConfigurationError, ModelTokenUnreadable
+from models_hub.keyring import site_key_ring
 from models_hub.models import Model, ModelStatus, RoundModel
 from tasks.errors import NotFound
 from tasks.models import Round, Task
@@ -16,6 +18,7 @@ from tasks.permissions import can_manage_task, can_view_task
 from tasks.selectors import RoundWarning
 
 ANONYMOUS_OWNER = "anonymous"
+TOKEN_REENTER = "enter the token again"
 # A model whose health was never checked may still be picked: the seeder and registration
 # check health right away, and a failing live call is a normal, handled outcome.
 PICKABLE_STATUSES = (ModelStatus.HEALTHY, ModelStatus.UNKNOWN)
@@ -33,15 +36,23 @@ def endpoint_spec(model: Model) -> EndpointSpec:
     """Return the client's view of ``model``: URL, protocol, token, limits and the allowlist.
 
     The read timeout is at most the model's cap (``model_read_timeout_cap``), whatever was
-    stored before the cap. Raises ``ModelConfigurationError`` for a model without an
-    endpoint (protocol ``none``).
+    stored before the cap. The token is decrypted here, and only here. Raises
+    ``ModelConfigurationError`` for a model without an endpoint (protocol ``none``) and
+    ``ModelTokenUnreadable`` when its stored token cannot be decrypted.
     """
     if not model.has_endpoint:
         raise ModelConfigurationError("this model has no endpoint (predictions-file only)")
+    try:
+        token = sealing.unseal(model.auth_token, site_key_ring())
+    except sealing.TokenUnreadable:
+        raise ModelTokenUnreadable(
+            f"the stored token of model {model.name!r} cannot be decrypted with the site's "
+            f"keys (DYNATASK_SECRET_KEYS): {TOKEN_REENTER}"
+        ) from None
     return EndpointSpec(
         url=model.endpoint_url,
         protocol=model.protocol,
-        token=model.auth_token or None,
+        token=token or None,
         connect_timeout=model.connect_timeout,
         read_timeout=min(model.read_timeout, model_read_timeout_cap(model)),
         batch_size=model.batch_size,
@@ -50,6 +61,12 @@ def endpoint_spec(model: Model) -> EndpointSpec:
         allowed_hosts=tuple(settings.MODELS_HUB_ALLOWED_HOSTS),
         max_response_bytes=settings.MODELS_HUB_MAX_RESPONSE_BYTES,
     )
+
+
+def model_token_unreadable(model: Model) -> bool:
+    """Return True when ``model`` has a stored token that the site's keys cannot decrypt
+    (its owner must enter it again); the token itself is never returned."""
+    return not sealing.can_unseal(model.auth_token, site_key_ring())
 
 
 def _with_task(queryset):

@@ -67,6 +67,12 @@ def parse_inputs(raw: bytes, max_inputs: int) -> list[dict[str, Any]]:
         body = json_loads_bounded(raw)
     except JSONTooDeep as error:
         raise RequestError(HTTPStatus.BAD_REQUEST, f"the body is JSON {error}")
+    except json.JSONDecodeError as error:
+        reason = error.msg.removesuffix(" at")  # "Unterminated string starting at"
+        where = f"line {error.lineno}, column {error.colno}"
+        raise RequestError(
+            HTTPStatus.BAD_REQUEST, f"the body is not valid JSON: {reason} at {where}"
+        )
     except (ValueError, UnicodeDecodeError):
         raise RequestError(HTTPStatus.BAD_REQUEST, "the body is not valid JSON")
     if not isinstance(body, dict):

@@ -6,6 +6,7 @@ Every refusal is a ``tasks.errors.ServiceError`` with a stable code; permission 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,18 +16,21 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import TextField, Value
 from django.utils import timezone
 
-from models_hub import client, selectors
+from models_hub import client, sealing, selectors
 from models_hub.client import HealthResult, PredictionResult
 from models_hub.errors import (
     ModelAddressRefused,
     ModelCallError,
     ModelConfigurationError,
+    ModelTokenUnreadable,
     ModelUnreachable,
     scrub,
     truncate,
 )
+from models_hub.keyring import site_key_ring
 from models_hub.models import Model, ModelStatus, Protocol, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
@@ -240,7 +244,8 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
 
     ``auth_token`` (non-empty) replaces the token, ``clear_auth_token=True`` removes it; a
     blank or missing ``auth_token`` keeps the stored one. A changed endpoint is checked again
-    and resets the health status to unknown.
+    and resets the health status to unknown; a changed endpoint or token queues a health
+    check.
     """
     _reject_unknown(fields, UPDATE_FIELDS)
     _require_editor(model, user)
@@ -273,7 +278,8 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
         raise Conflict(
             f"this task already has a model named {model.name!r}", code="model.name_taken"
         ) from None
-    if "status" in changed and model.has_endpoint:
+    # A new token may cure a failing model (one whose stored token no key decrypted, say).
+    if {"status", "auth_token"} & set(changed) and model.has_endpoint:
         from models_hub import jobs
 
         transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
@@ -391,14 +397,20 @@ def model_record_health(model_id: int) -> HealthResult:
         return HealthResult(ok=False, error="the model is disabled", error_code="model.disabled")
     try:
         spec = selectors.endpoint_spec(model)
+    except ModelTokenUnreadable as error:
+        # Recorded like a failed probe: the loop stops picking the model and its pages say why.
+        result = HealthResult(ok=False, error=str(error), error_code=error.code)
+        token = None
     except ModelConfigurationError as error:
         return HealthResult(ok=False, error=str(error), error_code=error.code)
-    result = client.health(spec)
+    else:
+        result = client.health(spec)
+        token = spec.token
     values: dict[str, Any] = {
         "status": ModelStatus.HEALTHY if result.ok else ModelStatus.UNHEALTHY,
         "last_health_at": timezone.now(),
         "last_health_latency_ms": result.latency_ms,
-        "last_health_error": truncate(scrub(result.error or "", [model.auth_token]), 500),
+        "last_health_error": truncate(scrub(result.error or "", [token]), 500),
     }
     if result.model_version is not None:
         values["model_version"] = result.model_version
@@ -416,6 +428,56 @@ def _announce_rows_changed(task_id: int) -> None:
     transaction.on_commit(
         lambda: model_rows_changed.send(sender=Model, task_ids=[task_id]), robust=True
     )
+
+
+@dataclasses.dataclass
+class TokenRotation:
+    """What ``model_tokens_rotate`` did: tokens sealed again with the first key, tokens that
+    were stored unencrypted and are now sealed, and the models (id, name) whose token no key
+    decrypts (their owners must enter it again)."""
+
+    rotated: int = 0
+    sealed: int = 0
+    unreadable: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+
+
+def model_tokens_rotate() -> TokenRotation:
+    """Seal every stored token again with the first key of ``DYNATASK_SECRET_KEYS``.
+
+    Run after putting a new key first and before dropping the old one (docs/security.md).
+    A token stored unencrypted is sealed; one that no key decrypts is left as it is and
+    reported. A token replaced while this runs keeps its new value. Running it again is
+    harmless. The cached rows of the tasks touched are forgotten (``model_rows_changed``).
+    """
+    ring = site_key_ring()
+    report = TokenRotation()
+    task_ids: set[int] = set()
+    rows = Model.objects.exclude(auth_token="").order_by("pk")
+    for pk, name, task_id, stored in rows.values_list("pk", "name", "task_id", "auth_token"):
+        try:
+            if sealing.is_sealed(stored):
+                new_value, counter = sealing.rotate(stored, ring), "rotated"
+            else:
+                new_value, counter = sealing.seal(stored, ring), "sealed"
+        except sealing.TokenUnreadable:
+            report.unreadable.append((pk, name))
+            continue
+        # Compared as the stored text: the field would seal a plain value before comparing.
+        stored_text = Value(stored, output_field=TextField())
+        if Model.objects.filter(pk=pk, auth_token=stored_text).update(auth_token=new_value):
+            setattr(report, counter, getattr(report, counter) + 1)
+            task_ids.add(task_id)
+    if task_ids:
+        transaction.on_commit(
+            lambda: model_rows_changed.send(sender=Model, task_ids=sorted(task_ids)), robust=True
+        )
+    logger.info(
+        "model tokens: %s rotated, %s sealed, %s unreadable",
+        report.rotated,
+        report.sealed,
+        len(report.unreadable),
+    )
+    return report
 
 
 def predict_live(

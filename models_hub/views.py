@@ -73,10 +73,12 @@ class ModelDetailView(TemplateView):
 
     def get_context_data(self, **kwargs):
         model = _visible_model(kwargs["pk"], self.request.user)
+        can_edit = selectors.model_can_edit(model, self.request.user)
         return super().get_context_data(
             model=model,
             task=model.task,
-            can_edit=selectors.model_can_edit(model, self.request.user),
+            can_edit=can_edit,
+            token_unreadable=can_edit and selectors.model_token_unreadable(model),
             **kwargs,
         )
 
@@ -101,7 +103,11 @@ class ModelEditView(LoginRequiredMixin, FormView):
         return kwargs
 
     def get_context_data(self, **kwargs):
-        return super().get_context_data(model=self.model, **kwargs)
+        return super().get_context_data(
+            model=self.model,
+            token_unreadable=selectors.model_token_unreadable(self.model),
+            **kwargs,
+        )
 
     def form_valid(self, form):
         try:

@@ -9,6 +9,29 @@ from rest_framework import serializers
 from tasks.models import ContextSampling, Round, Task
 
 
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class JSONObjectField(serializers.JSONField):
+    """A JSON object whose keys the task config names (inputs, contexts, metadata...).
+
+    Read and written as ``JSONField`` does; the schema says it is an object, so that a
+    generated client gets a mapping rather than an untyped value.
+    """
+
+
+class UploadLineErrorSerializer(serializers.Serializer):
+    """One bad line of a refused upload (``tasks.uploads.UploadLineError``)."""
+
+    line = serializers.IntegerField(help_text="1-based line of the file.")
+    column = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="1-based column (characters) within the line, when the problem has one.",
+    )
+    path = serializers.CharField(help_text="The field, when the problem is in one.")
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
 class RoundSerializer(serializers.ModelSerializer):
     class Meta:
         model = Round
@@ -107,9 +130,9 @@ class RoundOpenSerializer(serializers.Serializer):
 class ContextSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     round = serializers.IntegerField(source="round.number")
-    data = serializers.JSONField()
+    data = JSONObjectField()
     tag = serializers.CharField()
-    metadata = serializers.JSONField()
+    metadata = JSONObjectField()
 
 
 class ContextUploadSerializer(serializers.Serializer):
@@ -152,7 +175,7 @@ class UploadJobSerializer(serializers.Serializer):
     result_url = serializers.CharField(help_text="The page of what was imported (once done).")
     error_code = serializers.CharField()
     error_message = serializers.CharField()
-    errors = serializers.JSONField(help_text="Every bad line of a refused file.")
+    errors = UploadLineErrorSerializer(many=True, help_text="Every bad line of a refused file.")
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

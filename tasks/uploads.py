@@ -4,7 +4,9 @@ Pure: takes a binary or text stream and yields ``(line_number, record)`` one at 
 100k-line upload never sits in memory. A line that cannot be decoded yields an
 ``UploadLineError`` instead of a record; callers collect those and keep going, so that every
 bad line is reported at once. A JSON line nested deeper than ``MAX_JSON_DEPTH`` (64) levels
-is ``upload.E009``, refused before it is parsed.
+is ``upload.E009``, refused before it is parsed. JSON Lines end at line feeds only; an error
+that sits at one place of a line (invalid JSON, a byte that is not UTF-8) also names its
+column, counted in characters from 1.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from tasks.bounded_json import JSONTooDeep, json_loads_bounded
@@ -25,13 +27,22 @@ MAX_REPORTED_ERRORS = 100
 
 @dataclass(frozen=True)
 class UploadLineError:
+    """A bad line: its 1-based number, and the 1-based column (characters) when known."""
+
     line: int
     code: str
     message: str
     path: str = ""
+    column: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "path": self.path, "code": self.code, "message": self.message}
+        return {
+            "line": self.line,
+            "column": self.column,
+            "path": self.path,
+            "code": self.code,
+            "message": self.message,
+        }
 
 
 def detect_format(filename: str, declared: str | None = None) -> str:
@@ -51,35 +62,84 @@ def _text_stream(stream: IO) -> IO[str]:
     return codecs.getreader("utf-8-sig")(stream, errors="strict")
 
 
-def iter_jsonl(stream: IO) -> Iterator[tuple[int, dict | UploadLineError]]:
-    """Yield each non-blank line's JSON object, or an error naming the line."""
-    text = _text_stream(stream)
-    line_number = 0
+def _raw_lines(stream: IO) -> Iterator[str | bytes | UploadLineError]:
+    """Yield the lines of ``stream`` with their ending, split at line feeds (LF) only.
+
+    JSON Lines ends a line at LF; a string may hold U+2028, U+0085 and the like, which a
+    codecs reader takes for line breaks (shifting every later line number). A binary stream
+    gives bytes, a text stream text; a read takes at most ``MAX_LINE_BYTES + 1`` of them,
+    and the rest of a longer line comes in the next reads. A text stream that cannot decode
+    its bytes gives an ``upload.E001`` error (without its line number) and ends.
+    """
     while True:
         try:
-            line = text.readline(MAX_LINE_BYTES + 1)
+            line = stream.readline(MAX_LINE_BYTES + 1)
         except UnicodeDecodeError as error:
-            yield (
-                line_number + 1,
-                UploadLineError(
-                    line_number + 1, "upload.E001", f"not valid UTF-8 ({error.reason})"
-                ),
-            )
+            yield UploadLineError(0, "upload.E001", f"not valid UTF-8 ({error.reason})")
             return
         if not line:
             return
+        yield line
+
+
+def _ends_line(chunk: str | bytes) -> bool:
+    return chunk.endswith(b"\n" if isinstance(chunk, bytes) else "\n")
+
+
+def _decode_line(raw: bytes, line_number: int) -> str | UploadLineError:
+    """Return the text of a line of bytes, or the error naming its first bad byte's column."""
+    encoding = "utf-8-sig" if line_number == 1 else "utf-8"  # a byte order mark opens a file
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        column = len(raw[: error.start].decode(encoding)) + 1
+        return UploadLineError(
+            line_number,
+            "upload.E001",
+            f"not valid UTF-8 ({error.reason}) at column {column}",
+            column=column,
+        )
+
+
+def _json_error(line_number: int, error: json.JSONDecodeError) -> UploadLineError:
+    """Describe invalid JSON on one line (parsed without its ending) with its column."""
+    column = error.pos + 1  # the text is one line: its position is the column
+    reason = error.msg.removesuffix(" at")  # "Unterminated string starting at"
+    return UploadLineError(
+        line_number, "upload.E003", f"invalid JSON: {reason} at column {column}", column=column
+    )
+
+
+def iter_jsonl(stream: IO) -> Iterator[tuple[int, dict | UploadLineError]]:
+    """Yield each non-blank line's JSON object, or an error naming the line (and column).
+
+    Columns count characters from 1. A line that is not UTF-8 ends the reading (what follows
+    is likely not text either).
+    """
+    lines = _raw_lines(stream)
+    line_number = 0
+    for raw in lines:
         line_number += 1
-        if len(line) > MAX_LINE_BYTES and not line.endswith("\n"):
+        if isinstance(raw, UploadLineError):
+            yield line_number, replace(raw, line=line_number)
+            return
+        if len(raw) > MAX_LINE_BYTES and not _ends_line(raw):
+            unit = "bytes" if isinstance(raw, bytes) else "characters"
             yield (
                 line_number,
                 UploadLineError(
-                    line_number, "upload.E002", f"line longer than {MAX_LINE_BYTES} characters"
+                    line_number, "upload.E002", f"line longer than {MAX_LINE_BYTES} {unit}"
                 ),
             )
-            # Skip the rest of the oversized line.
-            while line and not line.endswith("\n"):
-                line = text.readline(MAX_LINE_BYTES)
+            for rest in lines:  # skip the rest of the oversized line
+                if isinstance(rest, UploadLineError) or _ends_line(rest):
+                    break
             continue
+        line = _decode_line(raw, line_number) if isinstance(raw, bytes) else raw
+        if isinstance(line, UploadLineError):
+            yield line_number, line
+            return
+        line = line.rstrip("\r\n")
         if not line.strip():
             continue
         try:
@@ -91,12 +151,7 @@ def iter_jsonl(stream: IO) -> Iterator[tuple[int, dict | UploadLineError]]:
             )
             continue
         except json.JSONDecodeError as error:
-            yield (
-                line_number,
-                UploadLineError(
-                    line_number, "upload.E003", f"invalid JSON: {error.msg} at column {error.colno}"
-                ),
-            )
+            yield line_number, _json_error(line_number, error)
             continue
         if not isinstance(record, dict):
             yield (

@@ -162,3 +162,21 @@ class ValidationFactory(factory.django.DjangoModelFactory):
     example = factory.SubFactory(ExampleFactory)
     user = factory.SubFactory(UserFactory)
     label = "correct"
+
+
+def campaign_session(client, worker) -> None:
+    """Make ``client``'s session act as the campaign ``worker``, as entering its link does:
+    the worker id is bound to a binding token kept in that session."""
+    from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY
+    from annotation.campaign_identities import (
+        campaign_worker_bind,
+        session_bind,
+        session_binding_token,
+    )
+
+    session = client.session
+    token = session_binding_token(session)
+    campaign_worker_bind(worker, token)
+    session_bind(session, token)
+    session.update({SESSION_WORKER_KEY: worker.pk, SESSION_CAMPAIGN_KEY: worker.campaign_id})
+    session.save()

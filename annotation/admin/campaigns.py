@@ -1,4 +1,5 @@
-"""Admin for crowd campaigns (with the bonus CSV) and the read-only cached stats.
+"""Admin for crowd campaigns (with the bonus CSV), their workers (release a worker id from
+its browser) and the read-only cached stats.
 
 Owners see only their tasks' rows (``OwnerScopedAdmin``).
 """
@@ -11,8 +12,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.utils.html import format_html
 
-from annotation import campaigns
-from annotation.models import Campaign, RoundStats, WorkerStats
+from annotation import campaign_identities, campaigns
+from annotation.models import Campaign, CampaignWorker, RoundStats, WorkerStats
 from annotation.stats.recompute import stats_recompute
 from tasks.admin import OwnerScopedAdmin
 from tasks.models import Round, Task
@@ -31,6 +32,7 @@ class CampaignAdminForm(forms.ModelForm):
             "worker_id_param",
             "completion_code",
             "is_active",
+            "signed_worker_links",
         ]
 
     def clean(self):
@@ -47,8 +49,17 @@ class CampaignAdminForm(forms.ModelForm):
 @admin.register(Campaign)
 class CampaignAdmin(OwnerScopedAdmin):
     form = CampaignAdminForm
-    list_display = ["name", "task", "round", "kind", "quota", "is_active", "created_at"]
-    list_filter = ["is_active", "kind"]
+    list_display = [
+        "name",
+        "task",
+        "round",
+        "kind",
+        "quota",
+        "is_active",
+        "signed_worker_links",
+        "created_at",
+    ]
+    list_filter = ["is_active", "kind", "signed_worker_links"]
     search_fields = ["name", "task__code"]
     readonly_fields = ["link", "created_by", "created_at"]
     actions = ["download_csv"]
@@ -94,6 +105,51 @@ class CampaignAdmin(OwnerScopedAdmin):
             f'attachment; filename="{campaign.task.code}-campaign-{campaign.pk}-workers.csv"'
         )
         return response
+
+
+@admin.register(CampaignWorker)
+class CampaignWorkerAdmin(OwnerScopedAdmin):
+    """A campaign's workers and the browser binding of each id; rows come from the links."""
+
+    task_lookup = "campaign__task"
+    list_display = [
+        "external_id",
+        "campaign",
+        "is_bound",
+        "created_at",
+        "bound_at",
+        "last_seen_at",
+        "completed_at",
+    ]
+    list_filter = ["campaign__task"]
+    list_select_related = ["campaign__task"]
+    search_fields = ["external_id", "campaign__name"]
+    fields = [
+        "campaign",
+        "external_id",
+        "is_bound",
+        "created_at",
+        "bound_at",
+        "last_seen_at",
+        "completed_at",
+    ]
+    readonly_fields = fields
+    actions = ["release"]
+
+    def _task_of(self, obj):
+        return obj.campaign.task
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(boolean=True, description="bound to a browser")
+    def is_bound(self, obj):
+        return bool(obj.binding_hash)
+
+    @admin.action(description="Release these worker ids (the next browser binds each)")
+    def release(self, request, queryset):
+        released = campaign_identities.campaign_workers_release(queryset)
+        self.message_user(request, f"Released {released} worker id(s).")
 
 
 class ReadOnlyStatsAdmin(OwnerScopedAdmin):

@@ -32,7 +32,8 @@ from tasks.permissions import can_contribute, can_review_examples, can_view_task
 from tasks.selectors import task_get_visible
 
 TASK_BUNDLE_SECONDS = 60
-_KEY_VERSION = 2
+# 3: model rows hold their endpoint token sealed (models_hub.fields.SealedTokenField).
+_KEY_VERSION = 3
 
 # What a round's loop can do now (``TaskBundle.loop_state``); the pages word each one.
 LOOP_ANSWERING = "answering"

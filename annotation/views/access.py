@@ -9,7 +9,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
-from annotation.actors import actor_from_request
+from annotation.actors import actor_from_request, campaign_session_unbound
 from annotation.models import Campaign
 from tasks.errors import PermissionDenied, ServiceError
 
@@ -44,9 +44,27 @@ def require_campaign_kind(actor, kind: str) -> None:
         raise PermissionDenied(f"your campaign is for {other}")
 
 
+def no_actor_response(request):
+    """A campaign session that lost its worker id gets a page saying so; others sign in."""
+    if campaign_session_unbound(request):
+        return render(
+            request,
+            "annotation/campaign_error.html",
+            {
+                "title": "This browser no longer works as your worker id",
+                "message": (
+                    "The campaign's owner released your worker id, another browser now uses "
+                    "it, or the campaign is closed."
+                ),
+            },
+            status=403,
+        )
+    return redirect_to_login(request.get_full_path())
+
+
 def error_page(request, error: ServiceError):
     if isinstance(error, PermissionDenied) and actor_from_request(request) is None:
-        return redirect_to_login(request.get_full_path())
+        return no_actor_response(request)
     return render(request, "annotation/error.html", {"message": error.message}, status=error.status)
 
 
@@ -58,7 +76,7 @@ def annotation_view(view):
     def wrapper(request, *args, **kwargs):
         actor = actor_from_request(request)
         if actor is None:
-            return redirect_to_login(request.get_full_path())
+            return no_actor_response(request)
         request.actor = actor
         try:
             return view(request, *args, **kwargs)

@@ -13,6 +13,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views import View
 from django.views.generic import TemplateView
 
+from annotation import campaign_identities as identities
 from annotation import campaigns
 from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, actor_from_request
 from annotation.models import Campaign
@@ -32,6 +33,11 @@ class CampaignForm(forms.Form):
         help_text="The URL parameter that carries the platform's worker id.",
     )
     completion_code = forms.CharField(max_length=100)
+    signed_worker_links = forms.BooleanField(
+        required=False,
+        label="Signed worker links",
+        help_text="Each worker needs a personal link signed for their id (you generate them).",
+    )
 
     def __init__(self, *args, rounds=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -88,6 +94,7 @@ class CampaignListView(TemplateView):
                     quota=data["quota"],
                     worker_id_param=data["worker_id_param"],
                     completion_code=data["completion_code"],
+                    signed_worker_links=data["signed_worker_links"],
                     created_by=request.user,
                 )
             except ServiceError as error:
@@ -133,6 +140,100 @@ class CampaignCsvView(View):
         return response
 
 
+def _owned_campaign(request, code, campaign_id) -> Campaign:
+    """The campaign of an owned task; 404 when the task has no such campaign."""
+    task = _owned_task(request, code)
+    try:
+        return campaigns.campaign_get(task, campaign_id)
+    except NotFound as error:
+        raise Http404(error.message) from None
+
+
+class WorkerIdsForm(forms.Form):
+    worker_ids = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "class": "font-monospace"}),
+        max_length=200_000,
+        label="Personal links for these worker ids",
+        help_text="One per line (or separated by commas or spaces).",
+    )
+
+
+def _detail_page(request, campaign: Campaign, links_form=None, status=200):
+    search = request.GET.get("q", "").strip()[:128]
+    context = {
+        "task": campaign.task,
+        "campaign": campaign,
+        "search": search,
+        "workers": identities.campaign_bound_workers(campaign, search),
+        "shown_limit": identities.BOUND_WORKERS_SHOWN,
+        "link": request.build_absolute_uri(campaigns.campaign_link_path(campaign)),
+        "links_form": links_form or WorkerIdsForm(),
+    }
+    return render(request, "annotation/campaign_detail.html", context, status=status)
+
+
+class CampaignDetailView(View):
+    """``/tasks/<code>/campaigns/<id>/``: a campaign's workers, which browser holds each id,
+    the release buttons, and (signed links) the personal links of a list of worker ids."""
+
+    def get(self, request, code, campaign_id):
+        return _detail_page(request, _owned_campaign(request, code, campaign_id))
+
+
+class CampaignReleaseView(View):
+    """POST ``external_id``: release a worker id so that the next browser binds it (owners)."""
+
+    def post(self, request, code, campaign_id):
+        campaign = _owned_campaign(request, code, campaign_id)
+        external_id = request.POST.get("external_id", "")
+        try:
+            released = identities.campaign_worker_release(campaign, external_id)
+        except NotFound as error:
+            raise Http404(error.message) from None
+        if released:
+            messages.success(request, f"Released {external_id}: the next browser binds it.")
+        else:
+            messages.info(request, f"{external_id} was not bound to a browser.")
+        return redirect("annotation:campaign_detail", code=code, campaign_id=campaign.pk)
+
+
+class CampaignSignedLinksView(View):
+    """POST: require signed worker links, or stop requiring them (owners)."""
+
+    def post(self, request, code, campaign_id):
+        campaign = _owned_campaign(request, code, campaign_id)
+        identities.campaign_set_signed_links(campaign, not campaign.signed_worker_links)
+        return redirect("annotation:campaign_detail", code=code, campaign_id=campaign.pk)
+
+
+class CampaignLinksCsvView(View):
+    """POST ``worker_ids``: a CSV of personal links, one per worker id (owners)."""
+
+    def post(self, request, code, campaign_id):
+        campaign = _owned_campaign(request, code, campaign_id)
+        form = WorkerIdsForm(request.POST)
+        if form.is_valid():
+            try:
+                external_ids = identities.worker_ids_parse(form.cleaned_data["worker_ids"])
+            except ServiceError as error:
+                form.add_error("worker_ids", error.message)
+                for problem in error.details["errors"]:
+                    where = f"line {problem['line']}: " if problem["line"] else ""
+                    form.add_error("worker_ids", f"{where}{problem['code']} {problem['value']}")
+            else:
+                base_url = request.build_absolute_uri("/").rstrip("/")
+                response = StreamingHttpResponse(
+                    identities.campaign_worker_links_csv_lines(campaign, external_ids, base_url),
+                    content_type="text/csv; charset=utf-8",
+                )
+                response["Content-Disposition"] = (
+                    f'attachment; filename="{campaign.task.code}-campaign-{campaign.pk}-links.csv"'
+                )
+                response["Cache-Control"] = "no-store"
+                return response
+        return _detail_page(request, campaign, links_form=form, status=400)
+
+
 def _work_url(campaign: Campaign) -> str:
     name = "annotation:validate" if campaign.kind == Campaign.Kind.VALIDATE else "annotation:create"
     try:
@@ -142,17 +243,27 @@ def _work_url(campaign: Campaign) -> str:
 
 
 class CampaignEnterView(View):
-    """``/c/<signed>/?<param>=<worker id>``: identify a crowd worker, then send them to work."""
+    """``/c/<signed>/?<param>=<worker id>``: identify a crowd worker, then send them to work.
+
+    The worker id is bound to this browser's session (``annotation.campaign_identities``).
+    """
 
     def get(self, request, signed):
+        token = identities.session_binding_token(request.session)
         try:
             campaign = campaigns.campaign_from_signed_token(signed)
-            external_id = request.GET.get(campaign.worker_id_param)
-            worker = campaigns.campaign_worker_enter(campaign, external_id)
+            worker = campaigns.campaign_worker_enter(
+                campaign,
+                request.GET.get(campaign.worker_id_param),
+                binding_token=token,
+                signature=request.GET.get(identities.WORKER_SIGNATURE_PARAM),
+            )
         except ServiceError as error:
             return _error_response(request, error)
         # A new identity: a fresh session key, so an earlier session id cannot follow it.
+        # The binding token is session data: it stays.
         request.session.cycle_key()
+        identities.session_bind(request.session, token)
         request.session[SESSION_WORKER_KEY] = worker.pk
         request.session[SESSION_CAMPAIGN_KEY] = campaign.pk
         if campaigns.campaign_worker_complete(worker):
@@ -160,11 +271,23 @@ class CampaignEnterView(View):
         return redirect(_work_url(campaign))
 
 
+REFUSAL_TEXTS = {
+    identities.WorkerIdInUse.code: (
+        "This worker id is in use in another browser",
+        "Only one browser works as a worker id. The campaign's owner can release the id; "
+        "then open your study link again in this browser.",
+    ),
+    identities.BadWorkerSignature.code: ("This link is not signed for your worker id", None),
+    "campaign.unsigned_worker_link": ("This campaign needs your personal link", None),
+}
+
+
 def _error_response(request, error: ServiceError):
+    title, advice = REFUSAL_TEXTS.get(error.code, (None, None))
     return render(
         request,
         "annotation/campaign_error.html",
-        {"message": error.message},
+        {"message": error.message, "title": title, "advice": advice, "code": error.code},
         status=error.status,
     )
 

@@ -281,6 +281,11 @@ MODELS_HUB_MAX_RESPONSE_BYTES = int(os.environ.get("MODELS_HUB_MAX_RESPONSE_BYTE
 MODELS_HUB_READ_TIMEOUT_CAP = float(os.environ.get("MODELS_HUB_READ_TIMEOUT_CAP", "60"))
 # Models one user may register per task in 24 hours (the task's owners apart; 0: no limit).
 MODELS_HUB_REGISTRATIONS_PER_DAY = int(os.environ.get("MODELS_HUB_REGISTRATIONS_PER_DAY", "5"))
+# Keys that encrypt the model endpoints' tokens in the database, comma-separated Fernet keys
+# (``python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"``):
+# the first encrypts, every one decrypts. Unset, a key derived from SECRET_KEY is used (fine
+# for development; ``check --deploy`` warns). Rotation: docs/security.md.
+DYNATASK_SECRET_KEYS = env_list("DYNATASK_SECRET_KEYS", "")
 # Seconds between the periodic health checks of every registered model (RQ cron).
 MODELS_HUB_HEALTH_INTERVAL = int(os.environ.get("MODELS_HUB_HEALTH_INTERVAL", "60"))
 

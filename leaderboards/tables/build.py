@@ -25,6 +25,17 @@ How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard s
   hidden from the table and left out of the Dynascore, instead of making every model
   incomplete. A model missing a metric that some other model has is *incomplete*: it is
   listed below the ranked models with the metrics it misses, never dropped.
+* Each metric is compared at the resolution the metric registry declares for it
+  (``tasks.metrics.jobs``: throughput 10 %, latency 5 ms, memory 0.1 GB; perf and delta
+  metrics exactly): ``MetricInput.resolution``. The latency offset is the largest value
+  at that resolution.
+* A model scored from predictions files has no job metric at all (a main metric, and
+  no throughput, latency or memory on the scoring datasets). It is ranked, not
+  incomplete: while one such model is listed, the job metrics are left out of every
+  model's Dynascore (``left_out_metrics``), so that all ranked models are compared on
+  the metrics they all have, and its job metric cells say "n/a (predictions file)".
+* Each row carries each metric's share of its Dynascore (``score_shares``) and the
+  metric other than the main one that makes up more than half of it, if any.
 * All weights 0 gives a clear message and an unranked table, not an error page.
 * The CI shown for the main metric is the 95% percentile interval of its weighted
   aggregate over 1,000 bootstrap resamples, and the Dynascore has its own, with the share
@@ -35,7 +46,7 @@ How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +74,7 @@ from leaderboards.tables.results import (
     DATASET_SORT_PREFIX,
     DEFAULT_PAGE_SIZE,
     DEFAULT_SORT,
+    DOMINANT_SHARE,
     DatasetCell,
     DatasetColumn,
     LeaderboardRow,
@@ -76,10 +88,12 @@ from leaderboards.tables.summaries import (
     dataset_bars_of_top_models,
     trends_of_top_models,
 )
+from tasks.metrics.jobs import quantize_to_resolution
 
 DEFAULT_INSTANCE_MEMORY_GB = 16.0
 ANONYMOUS_OWNER = "anonymous"
 MEMORY_METRIC = "memory_utilization"
+JOB_KIND = "job"
 METRIC_LABELS = {
     "examples_per_second": "Throughput (ex/s)",
     "latency_p95_ms": "Latency p95 (ms)",
@@ -154,15 +168,23 @@ def build_leaderboard_table(
         for spec in shown_specs
         if str(spec.direction) == LOWER
     }
+    file_rows = _predictions_file_rows(board, averages, shown_specs, main_metric, available)
+    left_out = (
+        tuple(spec.name for spec in shown_specs if spec.kind == JOB_KIND and spec.name in available)
+        if file_rows.any()
+        else ()
+    )
     metric_inputs = [
         MetricInput(
             name=spec.name,
             direction=str(spec.direction),
             weight=float(weights.metrics.get(spec.name, spec.default_weight)),
             offset=offsets.get(spec.name, 0.0),
+            resolution=_resolution(spec)[0],
+            relative_resolution=_resolution(spec)[1],
         )
         for spec in shown_specs
-        if spec.name in available
+        if spec.name in available and spec.name not in left_out
     ]
 
     result: DynascoreArrays | None = None
@@ -191,6 +213,10 @@ def build_leaderboard_table(
             offset=offsets.get(spec.name, 0.0),
             amrs=result.amrs.get(spec.name) if result is not None else None,
             contributes=result is not None and result.amrs.get(spec.name, 0.0) > 0,
+            resolution=_resolution(spec)[0],
+            relative_resolution=_resolution(spec)[1],
+            self_reported=bool(getattr(spec, "self_reported", False)),
+            left_out=spec.name in left_out,
         )
         for spec in shown_specs
     )
@@ -274,6 +300,7 @@ def build_leaderboard_table(
             intervals,
             missing_of(index),
             _comparison(board, index, intervals),
+            bool(file_rows[index]),
         )
         for index in order[start : start + page_size]
     )
@@ -309,6 +336,8 @@ def build_leaderboard_table(
         trends=trends,
         bar_datasets=bar_datasets,
         dataset_bars=bars,
+        predictions_file_models=int(file_rows.sum()),
+        left_out_metrics=left_out,
     )
 
 
@@ -408,11 +437,67 @@ def _comparison(board: Board, index: int, intervals: BoardIntervals) -> NextComp
     )
 
 
+def _resolution(spec: Any) -> tuple[float, bool]:
+    """Return the resolution of a metric spec and whether it is relative (0: exact)."""
+    return (
+        float(getattr(spec, "resolution", 0.0) or 0.0),
+        bool(getattr(spec, "relative_resolution", False)),
+    )
+
+
 def _offset(spec: Any, averages: np.ndarray, memory: float) -> float:
     if spec.name == MEMORY_METRIC:
         return float(memory)
-    values = [value for value in averages.tolist() if value == value]
+    resolution, relative = _resolution(spec)
+    # The largest value at the metric's resolution: the slowest model saves exactly 0.
+    values = [
+        quantize_to_resolution(value, resolution, relative=relative)
+        for value in averages.tolist()
+        if value == value
+    ]
     return max(values) if values else 0.0
+
+
+def _predictions_file_rows(
+    board: Board,
+    averages: np.ndarray,
+    specs: Sequence[Any],
+    main_metric: str,
+    available: set[str],
+) -> np.ndarray:
+    """Return which models were scored from predictions files: a main metric, no job metric.
+
+    An evaluated endpoint always has a throughput; a model whose scoring datasets were
+    scored (even in part) from uploaded files has no job metric averaged over them.
+    """
+    job_names = [spec.name for spec in specs if spec.kind == JOB_KIND and spec.name in available]
+    if not job_names or main_metric not in available:
+        return np.zeros(len(board.keys), dtype=bool)
+    jobs = averages[:, [board.metric_position[name] for name in job_names]]
+    has_main = ~np.isnan(board.average_column(averages, main_metric))
+    return has_main & np.isnan(jobs).all(axis=1)
+
+
+def score_shares(
+    contributions: Mapping[str, float], main_metric: str
+) -> tuple[dict[str, float], str | None]:
+    """Return each metric's share of a Dynascore and the non-main metric that dominates it.
+
+    A share is the metric's contribution over the sum of the positive contributions (a
+    negative one, e.g. a model that uses more memory than the instance has, shows as 0).
+    The dominant metric is one other than ``main_metric`` whose share is above half of the
+    score; None when there is none (or nothing positive to share).
+    """
+    positive = {name: max(value, 0.0) for name, value in contributions.items()}
+    total = math.fsum(positive.values())
+    if not total > 0:
+        return {}, None
+    shares = {name: value / total for name, value in positive.items()}
+    dominant = next(
+        (name for name, share in shares.items() if name != main_metric and share > DOMINANT_SHARE),
+        None,
+    )
+    return shares, dominant
 
 
 def _row(
@@ -426,6 +511,7 @@ def _row(
     intervals: BoardIntervals,
     missing: tuple[str, ...],
     next_comparison: NextComparison | None,
+    predictions_file: bool = False,
 ) -> LeaderboardRow:
     model = board.models[index]
     cells = {}
@@ -442,6 +528,8 @@ def _row(
             else DatasetCell(None)
         )
     values = board.average_row(averages, index)
+    contributions = dict(ranked.contributions) if ranked is not None else {}
+    shares, dominant = score_shares(contributions, main_metric)
     return LeaderboardRow(
         rank=ranked.rank if ranked is not None else None,
         model_id=model.model_id,
@@ -458,5 +546,8 @@ def _row(
         datasets=cells,
         incomplete=bool(missing),
         missing_metrics=missing,
-        contributions=dict(ranked.contributions) if ranked is not None else {},
+        contributions=contributions,
+        predictions_file=predictions_file,
+        shares=shares,
+        dominant_metric=dominant,
     )

@@ -18,6 +18,8 @@ DEFAULT_SORT = "-dynascore"
 METRIC_PARAMETER_PREFIX = "w_"
 DATASET_PARAMETER_PREFIX = "d_"
 DATASET_SORT_PREFIX = "dataset:"
+# A metric other than the main one is flagged when it makes up more than this share.
+DOMINANT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,22 @@ class MetricColumn:
     # Average marginal rate of substitution; None when the Dynascore was not computed.
     amrs: float | None = None
     contributes: bool = True
+    # The step at which models are compared (0: exact), a fraction when relative.
+    resolution: float = 0.0
+    relative_resolution: bool = False
+    # A figure the model's endpoint states about itself (memory from /health).
+    self_reported: bool = False
+    # Left out of every model's Dynascore because a listed predictions-file model lacks it.
+    left_out: bool = False
+
+    @property
+    def resolution_text(self) -> str:
+        """Return the resolution for people ("10 %", "0.1"), or "" for an exact metric."""
+        if not self.resolution:
+            return ""
+        if self.relative_resolution:
+            return f"{self.resolution * 100:g} %"
+        return f"{self.resolution:g}"
 
     @property
     def higher_is_better(self) -> bool:
@@ -88,6 +106,10 @@ class MetricColumn:
             "offset": self.offset,
             "amrs": self.amrs,
             "contributes": self.contributes,
+            "resolution": self.resolution,
+            "relative_resolution": self.relative_resolution,
+            "self_reported": self.self_reported,
+            "left_out": self.left_out,
         }
 
 
@@ -192,6 +214,12 @@ class LeaderboardRow:
     incomplete: bool = False
     missing_metrics: tuple[str, ...] = ()
     contributions: Mapping[str, float] = field(default_factory=dict)
+    # Scored from predictions files: no job metrics ("n/a (predictions file)").
+    predictions_file: bool = False
+    # Each metric's share of the Dynascore (0..1, summing to 1; see ``score_shares``).
+    shares: Mapping[str, float] = field(default_factory=dict)
+    # A metric other than the main one that makes up more than half of the score.
+    dominant_metric: str | None = None
     dynascore_ci_low: float | None = None
     dynascore_ci_high: float | None = None
     # Against the next model in the ranking (None for the last ranked and unranked ones).
@@ -235,6 +263,9 @@ class LeaderboardRow:
             "contributions": dict(self.contributions),
             "partial": self.partial,
             "partial_datasets": list(self.partial_datasets),
+            "predictions_file": self.predictions_file,
+            "shares": dict(self.shares),
+            "dominant_metric": self.dominant_metric,
         }
 
 
@@ -282,6 +313,20 @@ class LeaderboardTable:
     # With fewer than two rounds: the top models' main metric per scoring dataset.
     bar_datasets: tuple[str, ...] = ()
     dataset_bars: tuple[TrendSeries, ...] = ()
+    # Listed models scored from predictions files (no job metrics), and the job metrics
+    # left out of every model's Dynascore because of them.
+    predictions_file_models: int = 0
+    left_out_metrics: tuple[str, ...] = ()
+
+    @property
+    def left_out_labels(self) -> tuple[str, ...]:
+        """Return the labels of the metrics left out because of predictions-file models."""
+        return tuple(column.label for column in self.metrics if column.left_out)
+
+    @property
+    def counts_self_reported_by_default(self) -> bool:
+        """Return True when a self-reported metric weighs in the default weighting."""
+        return any(column.self_reported and column.default_weight > 0 for column in self.metrics)
 
     @property
     def scoring_datasets(self) -> tuple[DatasetColumn, ...]:
@@ -335,6 +380,8 @@ class LeaderboardTable:
             "messages": list(self.messages),
             "best_per_tag": [leader.as_dict() for leader in self.best_per_tag],
             "trends": self.trends_data,
+            "predictions_file_models": self.predictions_file_models,
+            "left_out_metrics": list(self.left_out_metrics),
         }
 
     def csv_header(self) -> list[str]:

@@ -173,10 +173,79 @@ def _model_url_parts() -> tuple[str, str]:
     return before, after
 
 
+PREDICTIONS_FILE_CELL = "n/a (predictions file)"
+# One colour per metric column, in the table's order, for the share bars and their legend
+# (Okabe-Ito: told apart with the common colour-vision deficiencies).
+SHARE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
+
+
+def _share_colour(position: int) -> str:
+    return SHARE_COLOURS[position % len(SHARE_COLOURS)]
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def _share_bar(table, row) -> str:
+    """Return an inline SVG bar of each metric's share of the row's Dynascore, or ""."""
+    if not row.shares:
+        return ""
+    rects = []
+    described = []
+    left = 0.0
+    for position, column in enumerate(table.metrics):
+        share = row.shares.get(column.name, 0.0)
+        if share <= 0:
+            continue
+        described.append(f"{column.label} {_percent(share)}")
+        rects.append(
+            f'<rect x="{left:.2f}" y="0" width="{share * 100:.2f}" height="8" '
+            f'fill="{_share_colour(position)}"></rect>'
+        )
+        left += share * 100
+    text = escape("Share of the Dynascore: " + ", ".join(described))
+    return (
+        '<svg class="lb-shares d-block" width="100" height="8" viewBox="0 0 100 8" '
+        f'preserveAspectRatio="none" role="img" aria-label="{text}" data-testid="share-bar">'
+        f"<title>{text}</title>{''.join(rects)}</svg>"
+    )
+
+
+def _share_warning(table, row) -> str:
+    if row.dominant_metric is None:
+        return ""
+    label = next(
+        (column.label for column in table.metrics if column.name == row.dominant_metric),
+        row.dominant_metric,
+    )
+    share = row.shares.get(row.dominant_metric, 0.0)
+    return (
+        '<div class="small fw-normal text-danger-emphasis" data-testid="share-warning">'
+        f"{escape(label)} makes up {_percent(share)} of this score</div>"
+    )
+
+
+@register.simple_tag
+def share_legend(table) -> str:
+    """Return the legend of the share bars: a swatch and the label of each metric."""
+    items = []
+    for position, column in enumerate(table.metrics):
+        items.append(
+            '<span class="me-2 text-nowrap"><svg width="10" height="10" aria-hidden="true">'
+            f'<rect width="10" height="10" fill="{_share_colour(position)}"></rect></svg> '
+            f"{escape(column.label)}</span>"
+        )
+    return mark_safe("".join(items))  # noqa: S308 - constants and escaped labels
+
+
 def _metric_cells(table, row) -> str:
     parts = []
     for column in table.metrics:
-        parts.append(f"<td>{escape(number(row.metrics.get(column.name)))}</td>")
+        if row.predictions_file and column.kind == "job":
+            parts.append(f'<td class="small text-muted">{PREDICTIONS_FILE_CELL}</td>')
+        else:
+            parts.append(f"<td>{escape(number(row.metrics.get(column.name)))}</td>")
         if column.is_main:
             interval = _interval(row.ci_low, row.ci_high) or "—"
             parts.append(f'<td class="small text-muted">{escape(interval)}</td>')
@@ -213,6 +282,11 @@ def leaderboard_rows(table) -> str:
                 f' <span class="badge text-bg-warning" data-partial="1" title="Partial: {note}'
                 f' (examples without a prediction counted as wrong)">partial: {note}</span>'
             )
+        if row.predictions_file:
+            badge += (
+                ' <span class="badge text-bg-light border" title="Scored from uploaded '
+                'predictions files: no throughput, latency or memory">predictions file</span>'
+            )
         marker = ' class="table-light text-muted" data-incomplete="1"' if row.incomplete else ""
         rank = "" if row.rank is None else escape(row.rank)
         interval = _interval(row.dynascore_ci_low, row.dynascore_ci_high)
@@ -223,7 +297,8 @@ def leaderboard_rows(table) -> str:
             f'<tr{marker}><td class="lb-rank">{rank}</td>'
             f'<td class="lb-model">{name}'
             f'<div class="small text-muted">{escape(row.owner_name)}</div>{badge}</td>'
-            f'<td class="fw-semibold">{escape(number(row.dynascore))}{dynascore_interval}</td>'
+            f'<td class="fw-semibold">{escape(number(row.dynascore))}{dynascore_interval}'
+            f"{_share_bar(table, row)}{_share_warning(table, row)}</td>"
             f"{_comparison_cell(table, row)}"
             f"{_metric_cells(table, row)}</tr>"
         )

@@ -63,6 +63,7 @@ DUPLICATE_DELTA_METRIC = "config.E061"
 UNKNOWN_AGGREGATION_METRIC = "config.E070"
 UNKNOWN_WEIGHT_METRIC = "config.E071"
 WEIGHT_OUT_OF_RANGE = "config.E072"
+SELF_REPORTED_WEIGHT = "config.E073"
 
 # -- values checked against a config (tasks.config.values) ------------------------------
 VALUE_NOT_MAPPING = "value.E100"
@@ -124,6 +125,8 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         UNKNOWN_AGGREGATION_METRIC: "aggregation_metric type is not dynascore",
         UNKNOWN_WEIGHT_METRIC: "default_weights names an unknown metric",
         WEIGHT_OUT_OF_RANGE: "a default weight is not a number in 0..5",
+        SELF_REPORTED_WEIGHT: "a self-reported metric has a default weight without "
+        "count_self_reported: true",
         VALUE_NOT_MAPPING: "the value is not a JSON object",
         VALUE_MISSING: "a required field is missing or empty",
         VALUE_UNKNOWN_KEY: "a key the config does not define",

@@ -7,7 +7,9 @@ its type, or ``type_reference`` when the type is listed more than once; it also 
 the whole section was read without problems. ``read_delta_metrics`` returns the known delta
 metric types, each once. ``read_aggregation_metric`` checks the ``dynascore`` default weights:
 each names a perf, delta or job metric and lies in [0, ``MAX_WEIGHT``]; unknown names are not
-reported when ``perf_metric`` itself had problems. Pure: no Django, no DB, no HTTP.
+reported when ``perf_metric`` itself had problems. ``count_self_reported`` (a boolean,
+default false) says whether self-reported job metrics weigh in by default; while it is
+false, a positive default weight for one of them is an error. Pure: no Django, no DB, no HTTP.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tasks.config.located_yaml import (
     plain_value,
 )
 from tasks.config.types import DELTA_METRIC_TYPES, JOB_METRICS, AggregationMetric, PerfMetric
+from tasks.metrics.jobs import JOB_METRICS as JOB_METRIC_REGISTRY
 
 PERF_METRIC_TYPES = (
     "accuracy",
@@ -42,6 +45,9 @@ UNSUPPORTED_PERF_METRIC_TYPES = {
     "dataperf_f1": "the DataPerf metric dataperf_f1 is not supported",
 }
 AGGREGATION_METRIC_TYPES = ("dynascore",)
+SELF_REPORTED_METRICS = frozenset(
+    metric.name for metric in JOB_METRIC_REGISTRY.values() if metric.self_reported
+)
 MAX_WEIGHT = 5.0
 
 
@@ -202,7 +208,12 @@ def read_aggregation_metric(
     mapping = checker.mapping(node, path)
     if mapping is None:
         return AggregationMetric()
-    checker.check_keys(mapping, path, frozenset({"type", "default_weights"}), "aggregation_metric")
+    checker.check_keys(
+        mapping,
+        path,
+        frozenset({"type", "default_weights", "count_self_reported"}),
+        "aggregation_metric",
+    )
     type_node = checker.given(mapping, "type")
     if type_node is not None:
         metric_type = checker.string(type_node, join_path(path, "type"))
@@ -213,13 +224,14 @@ def read_aggregation_metric(
                 f"unknown aggregation_metric type {metric_type[:60]!r}; known: dynascore",
                 type_node,
             )
+    count_self_reported = bool(checker.optional_bool(mapping, "count_self_reported", path))
     weights_node = checker.given(mapping, "default_weights")
     if weights_node is None:
-        return AggregationMetric()
+        return AggregationMetric(count_self_reported=count_self_reported)
     weights_path = join_path(path, "default_weights")
     weights_mapping = checker.mapping(weights_node, weights_path)
     if weights_mapping is None:
-        return AggregationMetric()
+        return AggregationMetric(count_self_reported=count_self_reported)
     known = [metric.name for metric in perf_metrics]
     known += list(DELTA_METRIC_TYPES) + [name for name, _ in JOB_METRICS]
     weights: dict[str, float] = {}
@@ -254,5 +266,16 @@ def read_aggregation_metric(
                 value_node,
             )
             continue
+        if weight > 0 and key in SELF_REPORTED_METRICS and not count_self_reported:
+            checker.error_at(
+                codes.SELF_REPORTED_WEIGHT,
+                key_path,
+                f"{key} is reported by the model's endpoint itself; it weighs in by default "
+                "only with 'count_self_reported: true' in aggregation_metric",
+                value_node,
+            )
+            continue
         weights[key] = weight
-    return AggregationMetric(default_weights=MappingProxyType(weights))
+    return AggregationMetric(
+        default_weights=MappingProxyType(weights), count_self_reported=count_self_reported
+    )

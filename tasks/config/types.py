@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from tasks.metrics.jobs import JOB_METRICS as JOB_METRIC_REGISTRY
+
 
 class FieldType(StrEnum):
     STRING = "string"
@@ -85,25 +87,33 @@ class PerfMetric:
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A leaderboard metric: perf, delta (fairness/robustness) or job metric."""
+    """A leaderboard metric: perf, delta (fairness/robustness) or job metric.
+
+    ``resolution`` (with ``relative_resolution``) and ``self_reported`` come from the
+    metric registry (``tasks.metrics.jobs``); perf and delta metrics are exact (0).
+    """
 
     name: str
     kind: str  # "perf" | "delta" | "job"
     direction: Direction
     default_weight: float
     is_main: bool = False
+    resolution: float = 0.0
+    relative_resolution: bool = False
+    self_reported: bool = False
 
 
 @dataclass(frozen=True)
 class AggregationMetric:
     type: str = "dynascore"
     default_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    # Whether self-reported job metrics (the memory an endpoint states on /health) weigh
+    # in the default weighting; off, they default to 0 and a visitor may still weigh them.
+    count_self_reported: bool = False
 
 
-JOB_METRICS: tuple[tuple[str, Direction], ...] = (
-    ("examples_per_second", Direction.HIGHER),
-    ("latency_p95_ms", Direction.LOWER),
-    ("memory_utilization", Direction.LOWER),
+JOB_METRICS: tuple[tuple[str, Direction], ...] = tuple(
+    (metric.name, Direction(metric.direction)) for metric in JOB_METRIC_REGISTRY.values()
 )
 DELTA_METRIC_TYPES = ("fairness", "robustness")
 MAIN_METRIC_DEFAULT_WEIGHT = 4.0
@@ -204,15 +214,32 @@ class TaskConfig:
         """Every leaderboard metric with its direction and default Dynascore weight.
 
         Default weights: 4 for the main perf metric and 1 for every other metric, unless
-        ``aggregation_metric.default_weights`` names the metric.
+        ``aggregation_metric.default_weights`` names the metric. A self-reported metric
+        (memory) weighs 0 unless ``aggregation_metric.count_self_reported`` is true.
         """
-        overrides = self.aggregation_metric.default_weights
+        aggregation = self.aggregation_metric
+        overrides = aggregation.default_weights
         specs: list[MetricSpec] = []
 
         def add(name: str, kind: str, direction: Direction, is_main: bool = False) -> None:
             default = MAIN_METRIC_DEFAULT_WEIGHT if is_main else OTHER_METRIC_DEFAULT_WEIGHT
             weight = float(overrides.get(name, default))
-            specs.append(MetricSpec(name, kind, direction, weight, is_main))
+            job = JOB_METRIC_REGISTRY.get(name) if kind == "job" else None
+            self_reported = job is not None and job.self_reported
+            if self_reported and not aggregation.count_self_reported:
+                weight = 0.0
+            specs.append(
+                MetricSpec(
+                    name,
+                    kind,
+                    direction,
+                    weight,
+                    is_main,
+                    resolution=job.resolution if job is not None else 0.0,
+                    relative_resolution=job is not None and job.relative,
+                    self_reported=self_reported,
+                )
+            )
 
         for index, perf in enumerate(self.perf_metrics):
             add(perf.name, "perf", Direction.HIGHER, is_main=index == 0)

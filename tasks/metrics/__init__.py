@@ -7,6 +7,9 @@ Contract:
   per example. Golds may be lists of acceptable answers (references for BLEU/chrF); a
   ``None`` prediction (the model failed) is wrong. Scoring no examples, or a different
   number of predictions and golds, raises ``MetricInputError``.
+* ``JOB_METRICS`` (``tasks.metrics.jobs``) lists the job metrics (throughput, latency,
+  memory) with their direction, unit, resolution and whether the endpoint reports them
+  itself; ``quantize_to_resolution`` rounds a value to a resolution.
 * ``string_f1(prediction, gold)`` is the SQuAD token F1 in 0..1 used for live decisions,
   and ``model_fooled`` applies a config's ``model_wrong_metric``.
 * ``bootstrap_ci`` / ``metric_bootstrap_ci`` give deterministic (seeded) percentile
@@ -20,8 +23,9 @@ from tasks.metrics.base import Metric
 from tasks.metrics.delta import delta_consistency
 from tasks.metrics.errors import MetricError, MetricInputError, MetricUnsupported, UnknownMetric
 from tasks.metrics.fooling import model_fooled
+from tasks.metrics.jobs import JobMetric, quantize_to_resolution
 from tasks.metrics.qa import string_f1, vqa_example_accuracy
-from tasks.metrics.registry import METRICS, get_metric
+from tasks.metrics.registry import JOB_METRICS, METRICS, get_metric
 from tasks.metrics.resampling import (
     DEFAULT_RESAMPLES,
     TagScore,
@@ -36,7 +40,9 @@ from tasks.metrics.resampling import (
 
 __all__ = [
     "DEFAULT_RESAMPLES",
+    "JOB_METRICS",
     "METRICS",
+    "JobMetric",
     "Metric",
     "MetricError",
     "MetricInputError",
@@ -51,6 +57,7 @@ __all__ = [
     "metric_resamples",
     "model_fooled",
     "percentile_interval",
+    "quantize_to_resolution",
     "resample_indices",
     "resampled_statistics",
     "string_f1",

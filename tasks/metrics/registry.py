@@ -1,4 +1,5 @@
-"""The registry of perf metrics: ``METRICS`` by type name and ``get_metric``."""
+"""The metric registry: perf metrics (``METRICS`` by type name, ``get_metric``) and job
+metrics (``JOB_METRICS`` by name, with their resolution: ``tasks.metrics.jobs``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from types import MappingProxyType
 from tasks.metrics.base import Metric
 from tasks.metrics.classification import ACCURACY, MACRO_F1, MICRO_F1
 from tasks.metrics.errors import UnknownMetric
+from tasks.metrics.jobs import JOB_METRICS, JobMetric
 from tasks.metrics.qa import EXACT_MATCH, SQUAD_F1, VQA_ACCURACY
 from tasks.metrics.translation import BLEU_METRIC, CHRF_METRIC, SP_BLEU_METRIC
 
@@ -26,6 +28,9 @@ METRICS: MappingProxyType[str, Metric] = MappingProxyType(
         )
     }
 )
+
+
+__all__ = ["JOB_METRICS", "METRICS", "JobMetric", "get_metric"]
 
 
 def get_metric(type_name: str) -> Metric:

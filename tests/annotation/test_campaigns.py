@@ -8,6 +8,7 @@ import io
 import pytest
 from django.urls import reverse
 
+from annotation import campaign_identities as identities
 from annotation import campaigns
 from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, Actor
 from annotation.models import Campaign, CampaignWorker, Example, WorkerStats
@@ -377,3 +378,65 @@ def test_admin_csv_action_and_changelist(client, owner, campaign):
     assert campaigns.campaign_signed_token(campaign) in change.content.decode()
     round_two = task_services.round_open(campaign.task)
     assert Example.objects.count() == 0 and round_two.number == 2
+
+
+# -- identities: the owner's pages ------------------------------------------------------------
+
+
+def test_a_campaign_can_be_created_with_signed_worker_links(client, task, owner):
+    client.force_login(owner)
+    url = reverse("annotation:campaigns", args=[task.code])
+    data = {
+        "name": "Signed",
+        "round": 1,
+        "kind": "create",
+        "quota": 3,
+        "worker_id_param": "workerId",
+        "completion_code": "XYZ",
+        "signed_worker_links": "on",
+    }
+    assert client.post(url, data).status_code == 302
+    created = Campaign.objects.get(name="Signed")
+    assert created.signed_worker_links
+    page = client.get(url).content.decode()
+    detail = reverse("annotation:campaign_detail", args=[task.code, created.pk])
+    assert f'href="{detail}">Signed worker links<' in page
+    assert campaigns.campaign_signed_token(created) not in page
+
+
+def test_worker_ids_parse_reports_every_bad_id_with_its_line():
+    assert identities.worker_ids_parse("a1\nb2, c3  a1\n\n") == ["a1", "b2", "c3"]
+    with pytest.raises(ServiceError) as caught:
+        identities.worker_ids_parse("ok\nnot ok!\n<x>")
+    assert [(error["line"], error["code"]) for error in caught.value.details["errors"]] == [
+        (2, "campaign.bad_worker_id"),
+        (3, "campaign.bad_worker_id"),
+    ]
+    with pytest.raises(ServiceError) as caught:
+        identities.worker_ids_parse("  \n")
+    assert caught.value.details["errors"][0]["code"] == "campaign.no_worker_ids"
+
+
+def test_the_owner_page_finds_a_worker_by_id(client, task, owner, campaign):
+    CampaignWorkerFactory(campaign=campaign, external_id="ALICE-1")
+    CampaignWorkerFactory(campaign=campaign, external_id="BOB-2")
+    client.force_login(owner)
+    url = reverse("annotation:campaign_detail", args=[task.code, campaign.pk])
+    page = client.get(url, {"q": "alice"})
+    assert [worker.external_id for worker in page.context["workers"]] == ["ALICE-1"]
+    assert (
+        client.get(reverse("annotation:campaign_detail", args=[task.code, 999999])).status_code
+        == 404
+    )
+
+
+def test_the_admin_lists_campaign_workers_and_their_binding(client, owner, campaign):
+    enter(client, campaign, "W1")
+    admin_client = type(client)()
+    admin_client.force_login(owner)
+    page = admin_client.get(reverse("admin:annotation_campaignworker_changelist"))
+    assert page.status_code == 200 and "W1" in page.content.decode()
+    worker = CampaignWorker.objects.get(external_id="W1")
+    change = admin_client.get(reverse("admin:annotation_campaignworker_change", args=[worker.pk]))
+    assert change.status_code == 200
+    assert worker.binding_hash not in change.content.decode()

@@ -32,7 +32,13 @@ from tests.annotation.conftest import (
     run_jobs,
     submit,
 )
-from tests.factories import ContextFactory, TaskFactory, UserFactory, demo_config
+from tests.factories import (
+    ContextFactory,
+    TaskFactory,
+    UserFactory,
+    campaign_session,
+    demo_config,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -440,10 +446,7 @@ def test_campaign_worker_creates_then_hits_the_quota(client, sentiment_task, own
         task=sentiment_task, round=round_, name="pilot", quota=1, completion_code="DONE"
     )
     crowd = CampaignWorker.objects.create(campaign=campaign, external_id="P1")
-    session = client.session
-    session["campaign_worker_id"] = crowd.pk
-    session["campaign_id"] = campaign.pk
-    session.save()
+    campaign_session(client, crowd)
     response = submit(client, "sentiment", statement=POSITIVE, label="negative")
     assert response.status_code == 200
     example = Example.objects.get()
@@ -581,14 +584,11 @@ def test_the_next_form_keeps_the_input_when_the_worker_retains_it(client, worker
 
 def test_no_next_form_once_the_campaign_quota_is_reached(client, sentiment_task, owner):
     ContextFactory(task=sentiment_task)
-    from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY
     from tests.factories import CampaignFactory, CampaignWorkerFactory
 
     campaign = CampaignFactory(task=sentiment_task, quota=1, created_by=owner)
     worker = CampaignWorkerFactory(campaign=campaign)
-    session = client.session
-    session.update({SESSION_WORKER_KEY: worker.pk, SESSION_CAMPAIGN_KEY: campaign.pk})
-    session.save()
+    campaign_session(client, worker)
     response = submit(client, "sentiment", statement=POSITIVE, label="positive")
     html = response.content.decode()
     assert 'id="write-another"' not in html

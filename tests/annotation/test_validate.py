@@ -26,7 +26,7 @@ from annotation.stats.buffer import counters_add
 from annotation.stats.recompute import stats_recompute
 from tasks.errors import Conflict, NotFound, PermissionDenied
 from tests.annotation.conftest import flush_counters
-from tests.factories import ContextFactory, TaskFactory, UserFactory
+from tests.factories import ContextFactory, TaskFactory, UserFactory, campaign_session
 
 # The services buffer their counters once their transactions commit.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("redis_connection")]
@@ -623,8 +623,6 @@ def test_the_validate_page_shows_todays_verdicts_and_a_campaigns_quota(client, s
         example_id=examples[1].pk, actor=Actor(campaign_worker=crowd), label="correct"
     )
     client.logout()
-    session = client.session
-    session.update({"campaign_worker_id": crowd.pk, "campaign_id": campaign.pk})
-    session.save()
+    campaign_session(client, crowd)
     html = client.get("/tasks/sentiment/validate").content.decode()
     assert 'data-done="1" data-quota="5"' in html and "1 of 5" in html

@@ -7,10 +7,15 @@ import re
 
 import pytest
 
-from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY
 from annotation.models import Example
 from tests.annotation.conftest import POSITIVE, open_form, run_jobs, submit
-from tests.factories import CampaignFactory, CampaignWorkerFactory, ExampleFactory, UserFactory
+from tests.factories import (
+    CampaignFactory,
+    CampaignWorkerFactory,
+    ExampleFactory,
+    UserFactory,
+    campaign_session,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -131,9 +136,7 @@ def test_the_progress_line_counts_todays_examples(client, worker, sentiment_mode
 def test_a_campaign_worker_sees_the_quota(client, sentiment_model, owner):
     campaign = CampaignFactory(task=sentiment_model.task, quota=10, created_by=owner)
     member = CampaignWorkerFactory(campaign=campaign)
-    session = client.session
-    session.update({SESSION_WORKER_KEY: member.pk, SESSION_CAMPAIGN_KEY: campaign.pk})
-    session.save()
+    campaign_session(client, member)
     for _ in range(3):
         submit(client, "sentiment", statement=POSITIVE, label="negative")
     html = open_form(client, "sentiment")["html"]

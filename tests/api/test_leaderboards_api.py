@@ -97,6 +97,27 @@ def test_a_bad_dataset_upload_names_every_line(clients):
     assert [item["line"] for item in error["details"]["errors"]] == [2]
 
 
+def _lines_with(bad_line: str, rows: list[dict]) -> io.BytesIO:
+    """A JSON Lines file of ``rows`` with ``bad_line`` as its second line."""
+    lines = [json.dumps(rows[0]), bad_line, *(json.dumps(row) for row in rows[1:])]
+    upload = io.BytesIO("\n".join(lines).encode())
+    upload.name = "rows.jsonl"
+    return upload
+
+
+def test_a_dataset_upload_with_invalid_json_names_its_line_and_column(clients):
+    bad = '{"uid": "u9", "statement": "Fine." "label": "positive"}'
+    response = clients["owner"].post(
+        "/api/v1/tasks/api-task/datasets/",
+        {"file": _lines_with(bad, sentiment_rows(3)), "name": "Bad"},
+        format="multipart",
+    )
+    error = assert_error(response, 400, "upload.invalid")
+    (problem,) = error["details"]["errors"]
+    assert (problem["line"], problem["column"], problem["code"]) == (2, 36, "upload.E003")
+    assert problem["message"] == "invalid JSON: Expecting ',' delimiter at column 36"
+
+
 def test_dataset_upload_needs_multipart(clients):
     response = clients["owner"].post(
         "/api/v1/tasks/api-task/datasets/", {"name": "x"}, format="json"
@@ -284,6 +305,32 @@ def test_a_predictions_file_missing_ids_is_refused_unless_partial(
         "total": 400,
         "partial": True,
     }
+
+
+def test_a_predictions_file_with_invalid_json_names_its_line_and_column(
+    clients, submitter, file_model, datasets
+):
+    rows = [_prediction(row["uid"], "positive") for row in sentiment_rows(5)]
+    bad = '{"uid": "u1", "label": "positive" "prob": {}}'
+    response = client_for(submitter).post(
+        f"/api/v1/models/{file_model.pk}/predictions/",
+        {"dataset": "public", "file": _lines_with(bad, rows)},
+        format="multipart",
+    )
+    error = assert_error(response, 400, "upload.invalid")
+    problems = [(e["line"], e["column"], e["code"]) for e in error["details"]["errors"]]
+    assert (2, 35, "upload.E003") in problems
+
+
+def test_per_tag_counts_are_integers(clients, scored):
+    body = clients["owner"].get(f"/api/v1/models/{scored.pk}/scores/").json()
+    assert body, body
+    for score in body:
+        assert score["per_tag"], score
+        for figures in score["per_tag"].values():
+            assert type(figures["count"]) is int
+            metric_values = [value for name, value in figures.items() if name != "count"]
+            assert all(value is None or type(value) is float for value in metric_values)
 
 
 @pytest.mark.parametrize("role", ROLES)

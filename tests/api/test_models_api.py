@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from models_hub.keyring import site_key_ring
 from models_hub.models import Model, RoundModel
+from models_hub.sealing import unseal
+from models_hub.selectors import endpoint_spec
 from tests.api.conftest import ROLES, assert_error
 from tests.factories import ModelFactory, UserFactory
 
@@ -45,7 +48,9 @@ def test_register_a_model(role, clients, role_users, api_task):
     assert body["owner"] == role_users[role].username
     assert body["endpoint"]["has_token"] is True
     assert SECRET not in response.content.decode()
-    assert Model.objects.get().auth_token == SECRET
+    # Stored encrypted (a predictions-file model has no endpoint_spec to read it through).
+    stored = Model.objects.get().auth_token
+    assert SECRET not in stored and unseal(stored, site_key_ring()) == SECRET
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -112,11 +117,11 @@ def test_update_card_and_token(role, clients, endpoint_model):
     if OWNER_ONLY[role] is None:
         assert response.status_code == 200, response.content
         assert response.json()["card"] == "# New card"
-        assert endpoint_model.auth_token == "sk-new-token"
+        assert endpoint_spec(endpoint_model).token == "sk-new-token"
         assert "sk-new-token" not in response.content.decode()
     else:
         assert_error(response, OWNER_ONLY[role])
-        assert endpoint_model.auth_token == SECRET
+        assert endpoint_spec(endpoint_model).token == SECRET
 
 
 def test_the_models_owner_updates_and_clears_the_token(clients, role_users, endpoint_model):

@@ -137,6 +137,17 @@ def test_a_bad_context_upload_reports_every_line_and_imports_nothing(clients, ap
     assert not Context.objects.filter(task=api_task).exists()
 
 
+def test_a_context_upload_with_invalid_json_names_its_line_and_column(clients, api_task):
+    lines = ['{"context": {"context": "ok"}}', '{"context": {"context": "ok" "x": 1}}']
+    response = clients["owner"].post(
+        "/api/v1/tasks/api-task/contexts/", {"file": _contexts_file(lines)}, format="multipart"
+    )
+    error = assert_error(response, 400, "upload.invalid")
+    (problem,) = error["details"]["errors"]
+    assert (problem["line"], problem["column"], problem["code"]) == (2, 30, "upload.E003")
+    assert problem["message"].endswith("at column 30")
+
+
 def test_unknown_task_is_a_json_404(clients):
     assert_error(clients["owner"].get("/api/v1/tasks/nope/"), 404, "not_found")
 

@@ -166,3 +166,25 @@ def test_the_settings_register_the_health_checks_the_flush_and_the_watchdog(sett
     queues = {path: queue for path, queue, _interval in settings.PERIODIC_JOBS}
     assert queues["models_hub.jobs.health_check_all_job"] == "health"
     assert set(settings.RQ_QUEUES["health"]) == set(settings.RQ_QUEUES["eval"])
+
+
+def test_entering_an_unreadable_token_again_queues_a_check_that_heals_it(redis_connection, model):
+    from cryptography.fernet import Fernet
+    from django.test import override_settings
+
+    lost_key, new_key = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    with model_server() as server:
+        with override_settings(DYNATASK_SECRET_KEYS=[lost_key]):
+            Model.objects.filter(pk=model.pk).update(
+                endpoint_url=server.url, auth_token=SECRET_TOKEN
+            )
+        with override_settings(DYNATASK_SECRET_KEYS=[new_key]):
+            assert jobs.health_check_job(model.pk)["error_code"] == "model.token_unreadable"
+            model.refresh_from_db()
+            assert model.status == ModelStatus.UNHEALTHY
+            django_rq.get_queue("health").empty()  # the registration's own check
+            services.model_update_card(model, model.owner, auth_token=SECRET_TOKEN)
+            assert django_rq.get_queue("health").count == 1
+            work("health")
+    model.refresh_from_db()
+    assert model.status == ModelStatus.HEALTHY and model.last_health_error == ""

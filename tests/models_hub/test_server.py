@@ -70,6 +70,7 @@ def test_predict_in_handler_sized_slices(echo_server):
     ("body", "message"),
     [
         (b"{not json", "valid JSON"),
+        (b'{"task": "t",\n "inputs": [] "x": 1}', "Expecting ',' delimiter at line 2, column 15"),
         (b"[1, 2]", "object"),
         (b'{"inputs": "x"}', '"inputs" must be a list'),
         (b'{"inputs": [1]}', "inputs[0]"),

@@ -9,6 +9,7 @@ from django.urls import include, path, reverse
 
 from models_hub import services
 from models_hub.models import Model, RoundModel
+from models_hub.selectors import endpoint_spec
 from tests.factories import TaskFactory, UserFactory
 from tests.models_hub.hub_helpers import SECRET_TOKEN
 
@@ -71,7 +72,11 @@ def test_register_get_and_post(web, task, user):
     model = Model.objects.get()
     assert response.status_code == 302
     assert response["Location"] == reverse("models_hub:detail", args=[model.pk])
-    assert model.owner == user and model.auth_token == SECRET_TOKEN and model.batch_size == 16
+    assert (
+        model.owner == user
+        and endpoint_spec(model).token == SECRET_TOKEN
+        and model.batch_size == 16
+    )
 
 
 def test_register_refused_for_closed_task(web, owner, user):
@@ -123,7 +128,11 @@ def test_edit_page_never_renders_token_and_keeps_published(web, model, user):
     data = form_data(name="mine", card="new card", auth_token="", is_published="on")
     assert web.post(url, data).status_code == 302
     model.refresh_from_db()
-    assert model.card == "new card" and model.is_published and model.auth_token == SECRET_TOKEN
+    assert (
+        model.card == "new card"
+        and model.is_published
+        and endpoint_spec(model).token == SECRET_TOKEN
+    )
     web.post(url, form_data(name="mine", auth_token="", clear_auth_token="on"))
     model.refresh_from_db()
     assert model.auth_token == "" and not model.is_published
@@ -168,7 +177,9 @@ def test_admin_add_and_change_go_through_services(web, task, admin_user_obj, own
     response = web.post(reverse("admin:models_hub_model_add"), data)
     assert response.status_code == 302, response.content.decode()[:2000]
     model = Model.objects.get(name="admin-made")
-    assert model.auth_token == SECRET_TOKEN and model.is_published and model.owner == owner
+    assert (
+        endpoint_spec(model).token == SECRET_TOKEN and model.is_published and model.owner == owner
+    )
 
     round = task.rounds.get()
     change = form_data(owner=owner.pk, name="admin-made", card="edited", auth_token="")
@@ -176,7 +187,9 @@ def test_admin_add_and_change_go_through_services(web, task, admin_user_obj, own
     response = web.post(reverse("admin:models_hub_model_change", args=[model.pk]), change)
     assert response.status_code == 302
     model.refresh_from_db()
-    assert model.card == "edited" and model.is_published and model.auth_token == SECRET_TOKEN
+    assert (
+        model.card == "edited" and model.is_published and endpoint_spec(model).token == SECRET_TOKEN
+    )
     assert list(model.in_loop_rounds.all()) == [round]
 
 

@@ -42,6 +42,14 @@ def _example_code_pk(world) -> dict:
     return {"code": world.task.code, "pk": world.example.pk}
 
 
+def _campaign_bindings(world) -> list:
+    return list(world.campaign.workers.order_by("pk").values_list("external_id", "binding_hash"))
+
+
+def _campaign_worker_row(world):
+    return world.campaign.workers.get_or_create(external_id="sec-admin-row")[0]
+
+
 def _validate_data(world) -> dict:
     return {"example_id": world.example.pk, "label": "correct"}
 
@@ -105,12 +113,58 @@ MATRIX: dict[str, Check] = {
     "annotation:campaign_csv": row(403, 403, 403, 403, 403, 200, 200),
     "annotation:campaign_toggle": row(403, 403, 403, 403, 403, R, R, method=P),
     "annotation:campaign_done": row(403, 200, 403, 403, 403, 403, 403),
-    "annotation:campaign_enter": everyone(
+    # Every role opens the link with one worker id: the first browser binds it, every other
+    # browser is refused until an owner releases it.
+    "annotation:campaign_enter": row(
         R,
+        403,
+        403,
+        403,
+        403,
+        403,
+        403,
         path=lambda w: __import__("annotation.campaigns", fromlist=["x"]).campaign_link_path(
             w.campaign
         )
         + "matrix-visitor",
+    ),
+    "annotation:campaign_detail": row(403, 403, 403, 403, 403, 200, 200),
+    # The campaign role's own id: only owners may free it from its browser.
+    "annotation:campaign_release": row(
+        403,
+        403,
+        403,
+        403,
+        403,
+        R,
+        R,
+        method=P,
+        data=lambda w: {"external_id": w.campaign_worker.external_id},
+        effect=_campaign_bindings,
+        allowed=("owner", "superuser"),
+    ),
+    "annotation:campaign_signed_links": row(
+        403,
+        403,
+        403,
+        403,
+        403,
+        R,
+        R,
+        method=P,
+        effect=lambda w: type(w.campaign).objects.get(pk=w.campaign.pk).signed_worker_links,
+        allowed=("owner", "superuser"),
+    ),
+    "annotation:campaign_links_csv": row(
+        403,
+        403,
+        403,
+        403,
+        403,
+        200,
+        200,
+        method=P,
+        data=lambda w: {"worker_ids": "sec-link-1\nsec-link-2"},
     ),
     # leaderboards
     "leaderboards:task": everyone(200),
@@ -366,6 +420,7 @@ ADMIN_MODELS: dict[str, tuple[str, object]] = {
     "models_hub.model": ("owned_owner_adds", lambda w: w.model),
     "annotation.example": ("owned_no_add", lambda w: w.example),
     "annotation.campaign": ("owned_owner_adds", lambda w: w.campaign),
+    "annotation.campaignworker": ("owned_no_add", _campaign_worker_row),
     "annotation.roundstats": ("owned_readonly", lambda w: _stats_row(w, "roundstats")),
     "annotation.workerstats": ("owned_readonly", lambda w: _stats_row(w, "workerstats")),
     "leaderboards.dataset": ("owned_superuser_adds", lambda w: w.datasets["scoring"]),

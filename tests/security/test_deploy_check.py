@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,6 +21,7 @@ def _prod_env(**extra) -> dict[str, str]:
     env.update(
         DJANGO_SETTINGS_MODULE="dynatask_site.settings.prod",
         SECRET_KEY=secrets.token_urlsafe(48)[:64],
+        DYNATASK_SECRET_KEYS=Fernet.generate_key().decode(),
         LOG_LEVEL="WARNING",
         **extra,
     )
@@ -39,6 +41,22 @@ def test_check_deploy_is_clean_with_production_settings():
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output
     assert "no issues" in output, output
+
+
+def test_check_deploy_warns_when_model_tokens_use_the_derived_key():
+    env = _prod_env()
+    env.pop("DYNATASK_SECRET_KEYS")
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output
+    assert "models_hub.W001" in output, output
 
 
 @pytest.mark.parametrize("secret_key", [None, "short"])

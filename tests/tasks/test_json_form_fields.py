@@ -44,10 +44,25 @@ def test_json_within_the_limit_is_read(depth):
     assert form.cleaned_data["options"] == json.loads(arrays(depth))
 
 
-def test_invalid_json_keeps_djangos_message():
+def test_invalid_json_keeps_djangos_code():
     form = OptionsForm(data={"options": "{oops"})
     assert not form.is_valid()
     assert form.errors.as_data()["options"][0].code == "invalid"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column"),
+    [
+        ('{"batch": 4 "labels": []}', 1, 13),
+        ('{\n  "batch": 4,\n  "labels": [1,, 2]\n}', 3, 16),
+        ('{\n  "batch": 4,\n', 3, 1),
+    ],
+)
+def test_invalid_json_names_its_line_and_column(text, line, column):
+    form = OptionsForm(data={"options": text})
+    assert not form.is_valid()
+    assert form.errors.as_data()["options"][0].code == "invalid"
+    assert f"at line {line}, column {column}." in form.errors["options"][0]
 
 
 def _json_fields(form_class) -> dict[str, type]:

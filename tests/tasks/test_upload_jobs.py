@@ -76,6 +76,25 @@ def test_a_bad_big_file_imports_nothing_and_its_page_names_every_bad_line(
     assert b"Nothing was imported" in page and b"<td>17</td>" in page
 
 
+def test_a_big_file_with_invalid_json_keeps_its_line_and_column(
+    task, owner, settings, redis_connection
+):
+    settings.UPLOAD_INLINE_MAX_BYTES = 100
+    upload = _contexts(40)
+    lines = upload.read().decode().splitlines()
+    lines[16] = '{"context": {"context": "ok" "x": 1}}'
+    upload = SimpleUploadedFile("contexts.jsonl", ("\n".join(lines) + "\n").encode())
+    api = client_for(owner)
+    body = api.post(f"/api/v1/tasks/{task.code}/contexts/", {"file": upload}, format="multipart")
+    assert body.status_code == 202, body.content
+    _run_default_queue()
+    status = api.get(body.json()["url"]).json()
+    assert status["status"] == "failed"
+    assert [(e["line"], e["column"], e["code"]) for e in status["errors"]] == [
+        (17, 30, "upload.E003")
+    ]
+
+
 def test_the_caps_refuse_a_file_with_a_clear_error(task, owner, settings):
     settings.UPLOAD_MAX_BYTES = 100
     with pytest.raises(UploadTooLarge) as caught:

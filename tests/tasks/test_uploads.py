@@ -2,6 +2,8 @@
 
 import io
 
+import pytest
+
 from tasks.uploads import UploadLineError, detect_format, iter_csv, iter_jsonl, parse_json_cell
 
 
@@ -17,6 +19,47 @@ def test_jsonl_reports_bad_json_and_non_objects_and_goes_on():
     assert isinstance(results[1][1], UploadLineError) and results[1][1].code == "upload.E004"
     assert isinstance(results[2][1], UploadLineError) and results[2][1].code == "upload.E003"
     assert results[3][1] == {"a": 3}
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "column", "reason"),
+    [
+        ('{"uid": "u2" "label": "a"}', 14, "Expecting ',' delimiter"),
+        ('{"uid": "u2", "label": }', 24, "Expecting value"),
+        ('{"uid": "u2", "label": "a"', 27, "Expecting ',' delimiter"),  # at the end of the line
+        ('{"uid": "u2", "label": "a"} x', 29, "Extra data"),
+        ('{"uid": "é2" "label": "a"}', 14, "Expecting ',' delimiter"),  # characters, not bytes
+        ('{"uid": "u2", "label": "ab', 24, "Unterminated string starting"),
+        ('{"uid": "u2", "label": "a\tb"}', 26, "Invalid control character"),
+    ],
+)
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_jsonl_names_the_line_and_column_of_invalid_json(bad_line, column, reason, ending):
+    text = ending.join(['{"uid": "u1", "label": "a"}', bad_line, '{"uid": "u3", "label": "a"}'])
+    results = list(iter_jsonl(io.BytesIO(text.encode())))
+    assert [line for line, _ in results] == [1, 2, 3]
+    error = results[1][1]
+    assert (error.code, error.line, error.column) == ("upload.E003", 2, column)
+    assert error.message == f"invalid JSON: {reason} at column {column}"
+    assert error.as_dict()["column"] == column
+
+
+def test_jsonl_column_counts_from_the_text_after_a_byte_order_mark():
+    results = list(iter_jsonl(io.BytesIO('\ufeff{"a" 1}\n'.encode())))
+    assert (results[0][1].line, results[0][1].column) == (1, 6)
+
+
+def test_jsonl_lines_end_at_newlines_only():
+    """U+2028, U+2029 and U+0085 are characters a JSON string may hold, not line ends."""
+    text = '{"a": "x\u2028y"}\n{"a": "x\x85y\u2029z"}\n{"a" 3}\n'
+    results = list(iter_jsonl(io.BytesIO(text.encode())))
+    assert results[:2] == [(1, {"a": "x\u2028y"}), (2, {"a": "x\x85y\u2029z"})]
+    assert (results[2][0], results[2][1].column) == (3, 6)
+
+
+def test_jsonl_from_a_text_stream_names_the_column_too():
+    results = list(iter_jsonl(io.StringIO('{"a": 1}\n{"a": 1,, "b": 2}\n')))
+    assert (results[1][1].line, results[1][1].column) == (2, 9)
 
 
 def test_jsonl_reports_lines_nested_too_deep_and_goes_on():
@@ -37,6 +80,33 @@ def test_jsonl_reports_lines_nested_too_deep_and_goes_on():
 def test_jsonl_reports_invalid_utf8():
     results = list(iter_jsonl(io.BytesIO(b'{"a": "\xff"}\n')))
     assert results[0][1].code == "upload.E001"
+
+
+def test_jsonl_from_a_text_stream_that_cannot_decode_is_an_error_not_a_crash():
+    stream = io.TextIOWrapper(io.BytesIO(b'{"a": "\xff"}\n'), encoding="utf-8")
+    ((line, error),) = list(iter_jsonl(stream))
+    assert (line, error.line, error.code) == (1, 1, "upload.E001")
+
+
+def test_jsonl_skips_an_oversized_line_and_goes_on(monkeypatch):
+    monkeypatch.setattr("tasks.uploads.MAX_LINE_BYTES", 20)
+    text = '{"a": 1}\n{"a": "' + "x" * 50 + '"}\n{"a" 3}\n'
+    results = list(iter_jsonl(io.BytesIO(text.encode())))
+    assert [(line, getattr(item, "code", None)) for line, item in results] == [
+        (1, None),
+        (2, "upload.E002"),
+        (3, "upload.E003"),
+    ]
+    assert results[1][1].message == "line longer than 20 bytes"
+    assert results[2][1].column == 6
+
+
+def test_jsonl_names_the_column_of_the_first_byte_that_is_not_utf8():
+    results = list(iter_jsonl(io.BytesIO('{"a": 1}\n{"é": "x'.encode() + b'\xff"}\n')))
+    assert results[0] == (1, {"a": 1})
+    error = results[1][1]
+    assert (error.code, error.line, error.column) == ("upload.E001", 2, 9)
+    assert error.message == "not valid UTF-8 (invalid start byte) at column 9"
 
 
 def test_csv_rows_carry_their_first_line_number_even_with_quoted_newlines():

@@ -2,6 +2,8 @@
 
 Input: ``{"metrics": [{"name", "direction", "offset", "weight"}], "models": {"name":
 {"metric": value}}}``; the first metric is the main one unless one says ``"main": true``.
+A metric may add ``"resolution"`` (and ``"relative_resolution": true``) to be compared at
+that resolution; without it values are exact, as the reference vectors are.
 Output: ``{"name": dynascore}`` as JSON, ranked; an incomplete model maps to null.
 """
 
@@ -63,6 +65,8 @@ def _parse(document) -> tuple[list[MetricInput], str, dict]:
                     direction=str(item.get("direction", HIGHER)),
                     weight=item.get("weight", 1.0),
                     offset=item.get("offset", 0.0),
+                    resolution=item.get("resolution", 0.0),
+                    relative_resolution=item.get("relative_resolution") is True,
                 )
             )
         except TypeError as error:

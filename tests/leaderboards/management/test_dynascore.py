@@ -84,3 +84,19 @@ def test_bad_input_is_a_clear_command_error(tmp_path, document):
 def test_missing_file(tmp_path):
     with pytest.raises(CommandError, match="cannot read"):
         call_command("dynascore", str(tmp_path / "absent.json"))
+
+
+def test_a_metric_may_be_compared_at_a_resolution(tmp_path):
+    # 0.0003 GB of reported memory is noise at 0.1 GB: the order follows perf alone.
+    document = {
+        "metrics": [
+            {"name": "perf", "weight": 4},
+            {"name": "memory", "direction": "lower", "offset": 16, "resolution": 0.1},
+        ],
+        "models": {
+            "weak": {"perf": 70, "memory": 0.5},
+            "strong": {"perf": 93, "memory": 0.5003},
+        },
+    }
+    scores, _ = run(tmp_path, document)
+    assert scores == {"strong": pytest.approx(4 / 5 * 93), "weak": pytest.approx(4 / 5 * 70)}

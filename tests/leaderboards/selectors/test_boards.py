@@ -36,11 +36,15 @@ def test_dynascore_matches_a_hand_computation(task):
         },
     )
     table = table_for(task, querydict=f"w_{MAIN}=2&w_examples_per_second=1")
-    # AMRS(throughput) = mean(|20-40|/10, |10-20|/10) = 1.5; weights 2/3 and 1/3.
+    # Throughput is compared at 10 %: each value is rounded to the nearest power of 1.1,
+    # 10 -> 1.1**24, 20 -> 1.1**31, 40 -> 1.1**39 (tasks.metrics.jobs).
+    a, b, c = 1.1**24, 1.1**31, 1.1**39
+    # AMRS(throughput) = mean(|b - c| / 10, |a - b| / 10); weights 2/3 and 1/3.
+    amrs = (abs(b - c) / 10 + abs(a - b) / 10) / 2
     expected = {
-        "A": 2 / 3 * 80 + 1 / 3 * 10 / 1.5,
-        "B": 2 / 3 * 70 + 1 / 3 * 20 / 1.5,
-        "C": 2 / 3 * 60 + 1 / 3 * 40 / 1.5,
+        "A": 2 / 3 * 80 + 1 / 3 * a / amrs,
+        "B": 2 / 3 * 70 + 1 / 3 * b / amrs,
+        "C": 2 / 3 * 60 + 1 / 3 * c / amrs,
     }
     got = {row.model_name: row.dynascore for row in table.rows}
     assert got == pytest.approx(expected)
@@ -137,9 +141,11 @@ def test_incomplete_models_are_listed_below_the_ranked_ones(task):
         task,
         dataset,
         {
-            "complete-low": {MAIN: 10.0, "examples_per_second": 5.0},
-            "missing-speed": {MAIN: 99.0},
-            "complete-high": {MAIN: 90.0, "examples_per_second": 6.0},
+            # An evaluated endpoint without a throughput; a model with no job metric at
+            # all is a predictions-file model, which is ranked (test_scores_and_files.py).
+            "complete-low": {MAIN: 10.0, "examples_per_second": 5.0, "latency_p95_ms": 9.0},
+            "missing-speed": {MAIN: 99.0, "latency_p95_ms": 9.0},
+            "complete-high": {MAIN: 90.0, "examples_per_second": 6.0, "latency_p95_ms": 9.0},
         },
     )
     ModelFactory(task=task, name="never-evaluated")

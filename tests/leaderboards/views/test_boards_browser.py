@@ -79,3 +79,33 @@ def test_ties_and_how_the_intervals_are_computed_are_on_the_page(live_server, pa
     help_text.locator("summary").click()
     assert "1,000" in help_text.inner_text() and "seeded with (0" in help_text.inner_text()
     shot(page, "ties and interval help")
+
+
+def test_share_bars_show_and_warn_when_memory_takes_over(live_server, page, shot):  # noqa: F811
+    task = TaskFactory(code="browser-shares", owners=[UserFactory(username="shares-owner")])
+    dataset = DatasetFactory(task=task, slug="only", round=task.rounds.get(number=1))
+    scored(
+        task,
+        dataset,
+        {
+            "accurate": {MAIN: 90.0, "examples_per_second": 10.0, "memory_utilization": 1.0},
+            "middle": {MAIN: 85.0, "examples_per_second": 20.0, "memory_utilization": 1.1},
+            "quick": {MAIN: 80.0, "examples_per_second": 40.0, "memory_utilization": 1.2},
+        },
+    )
+    board = live_server.url + reverse("leaderboards:task", args=[task.code])
+    page.goto(board + "?w_memory_utilization=1")
+    assert page.locator("[data-testid=share-bar]").count() == 3
+    assert page.locator("[data-testid=share-bar]").first.is_visible()
+    assert page.locator("[data-testid=self-reported]").is_visible()
+    warning = page.locator("[data-testid=share-warning]").first
+    assert warning.is_visible() and "Memory (GB) makes up" in warning.inner_text()
+    shot(page, "memory weighed in by a visitor")
+
+    scored(task, dataset, {"file": {MAIN: 99.0}})
+    page.goto(board)
+    rows = page.locator("[data-testid=leaderboard] tbody tr")
+    assert "file" in rows.first.inner_text()
+    assert "n/a (predictions file)" in rows.first.inner_text()
+    assert page.locator("[data-testid=left-out-note]").is_visible()
+    shot(page, "a predictions file ranked first")

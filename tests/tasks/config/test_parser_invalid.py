@@ -815,6 +815,20 @@ CASES = [
         19,
     ),
     Case(
+        "self-reported-weight-not-counted",
+        added("aggregation_metric:\n  default_weights: {memory_utilization: 1}\n"),
+        "config.E073",
+        "aggregation_metric.default_weights.memory_utilization",
+        19,
+    ),
+    Case(
+        "count-self-reported-not-boolean",
+        added("aggregation_metric:\n  count_self_reported: maybe\n"),
+        "config.E010",
+        "aggregation_metric.count_self_reported",
+        19,
+    ),
+    Case(
         "aggregation-unknown-key",
         added("aggregation_metric:\n  type: dynascore\n  normalise: true\n"),
         "config.E020",

@@ -368,8 +368,10 @@ def test_metrics_directions_and_default_weights(sample):
         ("robustness", "delta", Direction.HIGHER, 1.0, False),
         ("examples_per_second", "job", Direction.HIGHER, 1.0, False),
         ("latency_p95_ms", "job", Direction.LOWER, 1.0, False),
-        ("memory_utilization", "job", Direction.LOWER, 1.0, False),
+        # Self-reported by the endpoint: 0 unless the task owner counts such figures.
+        ("memory_utilization", "job", Direction.LOWER, 0.0, False),
     ]
+    assert [m.name for m in metrics if m.self_reported] == ["memory_utilization"]
 
 
 EXTENDED = textwrap.dedent(
@@ -431,6 +433,7 @@ EXTENDED = textwrap.dedent(
     - type: robustness
     aggregation_metric:
       type: dynascore
+      count_self_reported: true
       default_weights:
         accuracy_label: 5
         chrf: 0
@@ -471,8 +474,9 @@ def test_extensions_multiple_perf_metrics_and_weight_overrides():
         "robustness": 3.0,
         "examples_per_second": 1.0,
         "latency_p95_ms": 2.5,
-        "memory_utilization": 1.0,
+        "memory_utilization": 1.0,  # count_self_reported: true
     }
+    assert config.aggregation_metric.count_self_reported is True
     assert [metric.name for metric in config.metrics() if metric.is_main] == ["accuracy_label"]
     assert [spec.name for spec in config.gold_fields] == ["label", "topics", "summary"]
 
