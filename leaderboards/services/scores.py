@@ -19,9 +19,11 @@ import logging
 from typing import Any
 
 import numpy as np
+from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.db.models import Exists, FilteredRelation, OuterRef, Q, Subquery
 from django.db.models.fields.json import KeyTransform
+from django.http import QueryDict
 from django.utils import timezone
 
 from leaderboards.models import (
@@ -44,6 +46,7 @@ from leaderboards.scoring import (
     resamples_encode,
     summed,
 )
+from leaderboards.selectors.boards import cache_seconds, leaderboard_table_for_query
 from leaderboards.selectors.cubes import score_cube
 from leaderboards.services import client
 from models_hub.errors import ModelCallError
@@ -97,14 +100,19 @@ def run_finalize(run_id: int) -> dict[str, Any]:
 def board_cube_refresh(task_id: int) -> None:
     """Rebuild the leaderboard's score cube of task ``task_id`` now that a Score changed.
 
-    So that the next page reads it instead of rebuilding it. A failure here loses nothing:
-    the page rebuilds a cube that is not current.
+    So that the next page reads it instead of rebuilding it, and compute the default page
+    that visitors who are not signed in see, with its bootstrap intervals (a thousand
+    Dynascores per model, ``leaderboards.intervals``), into the page cache: the job pays for
+    them rather than the first visitor. A failure here loses nothing: the page rebuilds a
+    cube that is not current and computes what is not cached.
     """
     task = Task.objects.select_related("current_config").filter(pk=task_id).first()
     if task is None:
         return
     try:
         score_cube(task)  # rebuilt and stored unless already current
+        if cache_seconds() > 0:
+            leaderboard_table_for_query(task, QueryDict(), AnonymousUser())
     except Exception:  # noqa: BLE001 - logged; the page rebuilds the cube
         logger.exception("board cube of task %s not rebuilt", task_id)
 

@@ -281,3 +281,19 @@ def test_the_rank_and_model_columns_are_marked_to_stay_in_view(client, board):
     assert '<th scope="col" class="lb-rank">#</th>' in page
     assert '<td class="lb-rank">1</td><td class="lb-model">' in page
     assert "leaderboards/leaderboard.css" in page
+
+
+@pytest.mark.django_db
+def test_a_refreshed_board_serves_the_default_public_page_with_its_intervals_from_the_cache(
+    client, close_board, django_assert_num_queries
+):
+    from leaderboards.services.scores import board_cube_refresh
+
+    cache.clear()
+    board_cube_refresh(close_board.pk)
+    path = url("task_json", close_board.code)
+    with django_assert_num_queries(JSON_QUERIES - CACHED_SAVING):
+        data = client.get(path).json()
+    assert data["rows"][0]["ahead_of_next"]["dynascore_tie"] is True
+    cache.clear()
+    assert client.get(path).json() == data
