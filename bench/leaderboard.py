@@ -45,6 +45,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dynatask_site.settings.test")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
 import django  # noqa: E402
+import numpy as np  # noqa: E402
 
 django.setup()
 
@@ -57,6 +58,7 @@ from django.test.utils import CaptureQueriesContext, setup_test_environment  # n
 from django.urls import reverse  # noqa: E402
 
 from leaderboards.models import BoardCube, Dataset, Score, main_per_tag_of  # noqa: E402
+from leaderboards.scoring import BOOTSTRAP_RESAMPLES, resamples_encode  # noqa: E402
 from leaderboards.selectors.cubes import score_cube_build  # noqa: E402
 from leaderboards.services.scores import board_cube_refresh  # noqa: E402
 from models_hub.models import Model  # noqa: E402
@@ -97,6 +99,11 @@ def build_board(count: int, owner) -> str:
         )
         for index in range(count)
     )
+    # The resamples a Score keeps: one fixed spread per dataset, as paired resamples give.
+    spread = {
+        dataset.pk: np.random.default_rng(dataset.pk).normal(0.0, 1.5, BOOTSTRAP_RESAMPLES)
+        for dataset in datasets
+    }
     scores = []
     for index, model in enumerate(models):
         for dataset in datasets:
@@ -111,6 +118,7 @@ def build_board(count: int, owner) -> str:
                     main_value=main,
                     ci_low=main - 2,
                     ci_high=main + 2,
+                    main_resamples=resamples_encode(main + spread[dataset.pk]),
                     metrics={
                         MAIN: main,
                         "robustness": 70.0 + index % 13,

@@ -4,8 +4,9 @@ A leaderboard page needs every model of the task and every Score on its datasets
 from the Score table, a 1,000-model board is 2,000 rows to transfer and decode and to
 scatter into arrays on every computed page. The cube holds the result of that work:
 ``leaderboards.tables.Board``'s arrays (models x datasets x metrics, CIs, per-tag main
-metrics, coverage) for *every* model of the task and every original dataset, with what decides who
-sees a model (published, owner, anonymous). It is stored in one row
+metrics, coverage, the main metric's bootstrap resamples) for *every* model of the task
+and every original dataset, with what decides who sees a model (published, owner,
+anonymous). It is stored in one row
 (``leaderboards.models.BoardCube``), rebuilt when the task's models or scores change
 (``leaderboards.selectors.cubes.score_cube``), and each page takes from it the models and
 datasets its viewer may see (``cube_board``) and computes the Dynascore of the requested
@@ -30,7 +31,7 @@ from leaderboards.tables.board import Board
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns
 
 # Bump when the layout changes: a stored cube of another format is rebuilt, never read.
-CUBE_FORMAT = 2
+CUBE_FORMAT = 3
 _HEADER_LENGTH = struct.Struct("<I")
 # The arrays of a cube, in the order they are stored, and their dtypes.
 _ARRAYS = {
@@ -46,6 +47,7 @@ _ARRAYS = {
     "tag_values": "<f8",
     "covered": "<i8",
     "totals": "<i8",
+    "resamples": "<f4",
 }
 
 
@@ -90,6 +92,7 @@ class ScoreCube:
     tag_values: np.ndarray
     covered: np.ndarray
     totals: np.ndarray
+    resamples: np.ndarray
 
 
 def cube_build(
@@ -137,6 +140,7 @@ def cube_build(
         tag_values=board.tag_values,
         covered=board.covered,
         totals=board.totals,
+        resamples=board.resamples,
     )
 
 
@@ -257,6 +261,7 @@ def cube_board(
         tag_values=_pick(cube.tag_values, listed, columns, np.nan),
         covered=_pick(cube.covered, listed, columns, -1),
         totals=_pick(cube.totals, listed, columns, 0),
+        resamples=_pick(cube.resamples, listed, columns, np.nan),
     )
 
 

@@ -250,6 +250,10 @@ class Score(models.Model):
     main_value = models.FloatField(null=True, blank=True)
     ci_low = models.FloatField(null=True, blank=True)
     ci_high = models.FloatField(null=True, blank=True)
+    # The main metric on each of the 1,000 seeded bootstrap resamples of the dataset
+    # (``leaderboards.scoring.resamples_encode``: float32); the leaderboard combines them
+    # into the intervals of the aggregate and the Dynascore. None on rows scored before.
+    main_resamples = models.BinaryField(null=True, blank=True, editable=False)
     examples_per_second = models.FloatField(null=True, blank=True)
     latency_p50_ms = models.FloatField(null=True, blank=True)
     latency_p95_ms = models.FloatField(null=True, blank=True)

@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from tasks.metrics import CORPUS_METRIC_MAX_RESAMPLES, bootstrap_ci
+from tasks.metrics import DEFAULT_RESAMPLES, percentile_interval, resampled_statistics
 
-BOOTSTRAP_RESAMPLES = 1000
+# Every interval on the leaderboard: 1,000 resamples, seeded by ``bootstrap_seed``.
+BOOTSTRAP_RESAMPLES = DEFAULT_RESAMPLES
 BOOTSTRAP_SEED = 0
-# Index rows drawn per bootstrap batch (int32: 4 MB), whatever the dataset size.
-BOOTSTRAP_INDICES_PER_BATCH = 1_000_000
 
 
 class PairColumn:
@@ -102,25 +101,43 @@ def summed(codes: np.ndarray, statistics: np.ndarray) -> np.ndarray:
     return np.bincount(codes, minlength=statistics.shape[0]).astype(np.float64) @ statistics
 
 
-def bootstrap_interval(
-    metric, codes: np.ndarray, statistics: np.ndarray, options
-) -> tuple[float, float]:
-    """Return the seeded 95% percentile bootstrap interval, as ``metric_bootstrap_ci`` does.
+def bootstrap_seed(dataset_id: int) -> tuple[int, int]:
+    """Return the seed of dataset ``dataset_id``'s resamples: ``(BOOTSTRAP_SEED, dataset_id)``.
 
-    A mean metric resamples the example scores; a corpus metric (F1, BLEU) recomputes the
-    score from each resample's summed statistics, capped at ``CORPUS_METRIC_MAX_RESAMPLES``.
+    The same for every model scored on the dataset, so resample ``b`` picks the same
+    examples for all of them (their scores are compared resample by resample), and
+    different for two datasets of the same size, which are resampled independently.
     """
-    if metric.is_decomposable:
-        per_pair = statistics[:, 0] / statistics[:, 1]
-        return bootstrap_ci(per_pair[codes], n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
-    resamples = min(BOOTSTRAP_RESAMPLES, CORPUS_METRIC_MAX_RESAMPLES)
-    size = codes.shape[0]
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    per_batch = max(1, BOOTSTRAP_INDICES_PER_BATCH // size)
-    values: list[float] = []
-    while len(values) < resamples:
-        rows = min(per_batch, resamples - len(values))
-        for indices in rng.integers(0, size, size=(rows, size), dtype=np.int32):
-            values.append(metric.score_from_statistics(summed(codes[indices], statistics), options))
-    low, high = np.percentile(np.asarray(values, dtype=np.float64), [2.5, 97.5])
-    return float(low), float(high)
+    return (BOOTSTRAP_SEED, int(dataset_id))
+
+
+def bootstrap_resamples(
+    metric, codes: np.ndarray, statistics: np.ndarray, options, *, seed
+) -> np.ndarray:
+    """Return the metric's score on each of ``BOOTSTRAP_RESAMPLES`` seeded resamples.
+
+    The same values as ``tasks.metrics.metric_resamples`` of the whole lists: each
+    resample's counts of the distinct pairs times their statistics, scored at once.
+    """
+    sums = resampled_statistics(statistics, codes=codes, n_resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    return metric.batch_scores(sums, options)
+
+
+def bootstrap_interval(resamples: np.ndarray) -> tuple[float, float]:
+    """Return the 95% percentile interval of ``bootstrap_resamples``' values."""
+    return percentile_interval(resamples, 0.95)
+
+
+def resamples_encode(values: np.ndarray) -> bytes:
+    """Return resample values as stored on a Score: little-endian float32."""
+    return np.ascontiguousarray(values, dtype="<f4").tobytes()
+
+
+def resamples_decode(payload: bytes | memoryview | None) -> np.ndarray | None:
+    """Return the values ``resamples_encode`` stored, None if absent or not 1,000 of them."""
+    if payload is None:
+        return None
+    data = bytes(payload)
+    if len(data) != 4 * BOOTSTRAP_RESAMPLES:
+        return None
+    return np.frombuffer(data, dtype="<f4")

@@ -257,6 +257,25 @@ class DatasetCellSerializer(serializers.Serializer):
     ci_high = serializers.FloatField(allow_null=True)
 
 
+class NextComparisonSerializer(serializers.Serializer):
+    model = serializers.CharField(help_text="The model ranked just below this one.")
+    main_metric_share = serializers.FloatField(
+        allow_null=True,
+        help_text="Share (0-1) of the 1,000 bootstrap resamples in which this model's main "
+        "metric aggregate beats the next model's (a draw counts half).",
+    )
+    main_metric_tie = serializers.BooleanField(
+        allow_null=True, help_text="True when that share is below 0.95: a statistical tie."
+    )
+    dynascore_share = serializers.FloatField(
+        allow_null=True,
+        help_text="Share (0-1) of the resamples in which this model's Dynascore beats the next.",
+    )
+    dynascore_tie = serializers.BooleanField(
+        allow_null=True, help_text="True when that share is below 0.95: a statistical tie."
+    )
+
+
 class LeaderboardRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField(allow_null=True)
     model_id = serializers.IntegerField(allow_null=True, help_text="Null for anonymous models.")
@@ -264,9 +283,19 @@ class LeaderboardRowSerializer(serializers.Serializer):
     owner = serializers.CharField()
     anonymous = serializers.BooleanField()
     dynascore = serializers.FloatField(allow_null=True)
+    dynascore_ci_low = serializers.FloatField(
+        allow_null=True, help_text="95% bootstrap interval of the Dynascore."
+    )
+    dynascore_ci_high = serializers.FloatField(allow_null=True)
     metrics = serializers.DictField(child=serializers.FloatField(allow_null=True))
-    ci_low = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(
+        allow_null=True,
+        help_text="95% bootstrap interval of the main metric's weighted aggregate.",
+    )
     ci_high = serializers.FloatField(allow_null=True)
+    ahead_of_next = NextComparisonSerializer(
+        allow_null=True, help_text="Against the next ranked model; null for the last one."
+    )
     datasets = serializers.DictField(child=DatasetCellSerializer())
     incomplete = serializers.BooleanField()
     missing_metrics = serializers.ListField(child=serializers.CharField())

@@ -142,6 +142,16 @@ def cache_seconds() -> int:
 
 
 def _cache_key(task, user, manages, datasets, weights, sort, page, page_size, version) -> str:
+    extra = (sort, page, page_size)
+    return "leaderboard:" + _signature(task, user, manages, datasets, weights, version, *extra)
+
+
+def _intervals_key(task, user, manages, datasets, weights, version) -> str:
+    # The intervals of a weighting serve every sort and page of it.
+    return "leaderboard-intervals:" + _signature(task, user, manages, datasets, weights, version)
+
+
+def _signature(task, user, manages, datasets, weights, version, *extra) -> str:
     # Who is looking decides which models, datasets and names appear.
     if manages:
         scope = "owners"
@@ -160,14 +170,27 @@ def _cache_key(task, user, manages, datasets, weights, sort, page, page_size, ve
             ],
             sorted(weights.metrics.items()),
             sorted(weights.datasets.items()),
-            sort,
-            page,
-            page_size,
+            *extra,
             instance_memory_gb(),
             version,
         )
     )
-    return "leaderboard:" + hashlib.sha256(signature.encode()).hexdigest()
+    return hashlib.sha256(signature.encode()).hexdigest()
+
+
+def _remembering(key: str, seconds: int):
+    """Return a ``remember`` for ``build_leaderboard_table``: the intervals kept under ``key``."""
+
+    def remember(compute):
+        if seconds <= 0:
+            return compute()
+        kept = cache.get(key)
+        if kept is None:
+            kept = compute()
+            cache.set(key, kept, seconds)
+        return kept
+
+    return remember
 
 
 def _compute_table(task, user, manages, datasets, weights, sort, page, page_size, version):
@@ -200,6 +223,9 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         page=page,
         page_size=page_size,
         instance_memory_gb=instance_memory_gb(),
+        remember=_remembering(
+            _intervals_key(task, user, manages, datasets, weights, version), cache_seconds()
+        ),
     )
 
 

@@ -45,6 +45,7 @@ SCORE_FIELDS = (
     "ci_high",
     "covered_count",
     "example_count",
+    "main_resamples",
     "examples_per_second",
     "latency_p50_ms",
     "latency_p95_ms",
@@ -165,6 +166,7 @@ def score_cube_build(task: Task) -> ScoreCube:
         ci_highs,
         covered_counts,
         example_counts,
+        main_resamples,
         *job_columns,
     ) = columns
     score_columns = ScoreColumns(
@@ -176,9 +178,10 @@ def score_cube_build(task: Task) -> ScoreCube:
         main_values=main_values,
         ci_lows=ci_lows,
         ci_highs=ci_highs,
-        columns=dict(zip(SCORE_FIELDS[10:], job_columns, strict=True)),
+        columns=dict(zip(SCORE_FIELDS[11:], job_columns, strict=True)),
         covered=covered_counts,
         totals=example_counts,
+        main_resamples=main_resamples,
     )
     return cube_build(models, score_columns, [spec.name for spec in metric_specs], main_metric)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from leaderboards.scoring import BOOTSTRAP_RESAMPLES, resamples_decode
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns, finite_array
 
 ANONYMOUS_NAME = "Anonymous"
@@ -28,7 +29,9 @@ class Board:
     ones, then any other slug the scores name). NaN stands for a missing value; ``present``
     says which (model, dataset) pairs have a Score (the last Score wins if a pair has
     two). ``tag_values`` holds each score's main metric on each of ``tag_names``
-    (models x datasets x tags; NaN: the score has no value for that tag). ``covered`` and
+    (models x datasets x tags; NaN: the score has no value for that tag). ``resamples``
+    holds each score's main metric on the dataset's bootstrap resamples (models x datasets
+    x ``BOOTSTRAP_RESAMPLES``, float32; NaN where a score has none). ``covered`` and
     ``totals`` hold each score's coverage (models x datasets; ``covered`` is -1 where it
     is not known or there is no score): a score is partial when ``covered < totals``.
     """
@@ -46,6 +49,7 @@ class Board:
     ci_highs: np.ndarray
     tag_names: list[str]
     tag_values: np.ndarray
+    resamples: np.ndarray
     covered: np.ndarray | None = None
     totals: np.ndarray | None = None
 
@@ -103,6 +107,15 @@ class Board:
         ci_lows[model_index, dataset_index] = finite_array(scores.ci_lows)[kept]
         ci_highs = np.full(shape, np.nan)
         ci_highs[model_index, dataset_index] = finite_array(scores.ci_highs)[kept]
+        resamples = np.full((*shape, BOOTSTRAP_RESAMPLES), np.nan, dtype=np.float32)
+        if scores.main_resamples:
+            stored = scores.main_resamples
+            for model, dataset, position in zip(
+                model_index.tolist(), dataset_index.tolist(), kept.tolist(), strict=True
+            ):
+                values_of = resamples_decode(stored[position])
+                if values_of is not None:
+                    resamples[model, dataset] = values_of
         covered = np.full(shape, -1, dtype=np.int64)
         totals = np.zeros(shape, dtype=np.int64)
         if len(scores.covered) and kept.size:
@@ -129,6 +142,7 @@ class Board:
             ci_highs=ci_highs,
             tag_names=tag_names,
             tag_values=tag_values,
+            resamples=resamples,
             covered=covered,
             totals=totals,
         )

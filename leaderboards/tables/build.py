@@ -37,14 +37,17 @@ How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard s
 * Each row carries each metric's share of its Dynascore (``score_shares``) and the
   metric other than the main one that makes up more than half of it, if any.
 * All weights 0 gives a clear message and an unranked table, not an error page.
-* The CI shown for the main metric is the dataset-weighted average of the per-dataset
-  bootstrap bounds (an approximation; each dataset's exact interval is in the breakdown).
+* The CI shown for the main metric is the 95% percentile interval of its weighted
+  aggregate over 1,000 bootstrap resamples, and the Dynascore has its own, with the share
+  of resamples in which each ranked model is ahead of the next one
+  (``leaderboards.intervals``; each dataset's own interval is in the breakdown).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,7 +60,13 @@ from leaderboards.dynascore import (
     ModelScore,
     average_over_datasets_array,
     compute_dynascore_arrays,
-    weighted_row_means,
+)
+from leaderboards.intervals import (
+    PairConfidence,
+    aggregate_resamples,
+    dynascore_resamples,
+    interval_bounds,
+    neighbour_confidence,
 )
 from leaderboards.tables.board import ANONYMOUS_NAME, Board, none_if_nan
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns, ScoreRecord
@@ -72,6 +81,7 @@ from leaderboards.tables.results import (
     LeaderboardTable,
     LeaderboardWeights,
     MetricColumn,
+    NextComparison,
 )
 from leaderboards.tables.summaries import (
     best_per_tag,
@@ -91,6 +101,10 @@ METRIC_LABELS = {
 }
 
 
+def _compute_now(compute: Callable[[], BoardIntervals]) -> BoardIntervals:
+    return compute()
+
+
 def build_leaderboard_table(
     *,
     task_code: str,
@@ -105,6 +119,7 @@ def build_leaderboard_table(
     page_size: int = DEFAULT_PAGE_SIZE,
     instance_memory_gb: float = DEFAULT_INSTANCE_MEMORY_GB,
     messages: Sequence[str] = (),
+    remember: Callable[[Callable[[], BoardIntervals]], BoardIntervals] = _compute_now,
 ) -> LeaderboardTable:
     """Return one page of the leaderboard of ``models`` (see the module docstring).
 
@@ -113,7 +128,9 @@ def build_leaderboard_table(
     ordered, but only the page rows are built into ``LeaderboardRow`` objects, so the
     Python work per model is a few list and array operations. ``board`` (a ``Board`` of
     the listed models and of ``datasets``, by slug, e.g. from ``leaderboards.cubes``)
-    replaces ``models`` and ``scores``.
+    replaces ``models`` and ``scores``. The bootstrap intervals (a thousand Dynascores
+    per model) do not depend on the sort or the page: ``remember(compute)`` returns
+    ``compute()`` or a copy it kept for the same board and weights.
     """
     notes = list(messages)
     main_spec = next((spec for spec in metric_specs if spec.is_main), None)
@@ -215,16 +232,18 @@ def build_leaderboard_table(
         for dataset in datasets
     )
 
-    # The main metric's CI per model: dataset-weighted bounds (for the rows and "ci" sort).
+    # Intervals from the bootstrap resamples (``leaderboards.intervals``), the same for
+    # every sort and page of this weighting: ``remember`` may keep them.
     weighted = [
         (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
         for dataset in scoring
         if dataset_weights.get(dataset.slug, 0.0) > 0
+        and not np.isnan(board.main[:, board.slug_position[dataset.slug]]).all()
     ]
-    ci_columns = [position for position, _ in weighted]
-    ci_weights = [weight for _, weight in weighted]
-    ci_lows = weighted_row_means(board.ci_lows[:, ci_columns], ci_weights)
-    ci_highs = weighted_row_means(board.ci_highs[:, ci_columns], ci_weights)
+    intervals = remember(
+        lambda: _board_intervals(board, weighted, averages, metric_inputs, main_metric, result)
+    )
+    ci_lows = intervals.lows
 
     # Order every model (arrays), then build rows for the page only.
     required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
@@ -278,9 +297,9 @@ def build_leaderboard_table(
             shown_names,
             datasets,
             main_metric,
-            ci_lows,
-            ci_highs,
+            intervals,
             missing_of(index),
+            _comparison(board, index, intervals),
             bool(file_rows[index]),
         )
         for index in order[start : start + page_size]
@@ -346,6 +365,76 @@ def _reverse_within_groups(keyed: list[tuple[int, Any, str]]) -> list[tuple[int,
         named.sort(key=lambda item: (item[1], item[2]), reverse=True)
         result += named + [item for item in members if item[1] is None]
     return result
+
+
+@dataclass(frozen=True)
+class BoardIntervals:
+    """Every model's intervals and, for each ranked model, its confidence over the next.
+
+    ``lows``/``highs`` bound the main metric's weighted aggregate, ``dynascore_lows``/
+    ``dynascore_highs`` the Dynascore (NaN: none); ``next_of`` maps a ranked model's
+    position to the next ranked one's, ``confidence`` to (on the main metric, on the
+    Dynascore).
+    """
+
+    lows: np.ndarray
+    highs: np.ndarray
+    dynascore_lows: np.ndarray
+    dynascore_highs: np.ndarray
+    next_of: dict[int, int]
+    confidence: dict[int, tuple[PairConfidence, PairConfidence]]
+
+
+def _board_intervals(
+    board: Board,
+    weighted: Sequence[tuple[int, float]],
+    averages: np.ndarray,
+    metric_inputs: Sequence[MetricInput],
+    main_metric: str,
+    result: DynascoreArrays | None,
+) -> BoardIntervals:
+    """Return the intervals of every model of ``board`` (``leaderboards.intervals``).
+
+    The main metric's aggregate per resample over the ``weighted`` (position, weight)
+    datasets, as in the average; the Dynascore per resample; for each pair of neighbours in
+    the ranking, the share of resamples in which the upper one is ahead.
+    """
+    main_resamples = aggregate_resamples(
+        board.resamples[:, [position for position, _ in weighted], :],
+        [weight for _, weight in weighted],
+    )
+    lows, highs = interval_bounds(main_resamples)
+    dynascore_lows = dynascore_highs = np.full(len(board.keys), np.nan)
+    confidence: dict[int, tuple[PairConfidence, PairConfidence]] = {}
+    next_of: dict[int, int] = {}
+    if result is not None and result.complete_count:
+        ranked = result.order[: result.complete_count].tolist()
+        scores_resampled = dynascore_resamples(
+            board.keys,
+            averages[:, [board.metric_position[item.name] for item in metric_inputs]],
+            metric_inputs,
+            main_metric=main_metric,
+            main_resamples=main_resamples,
+        )
+        dynascore_lows, dynascore_highs = interval_bounds(scores_resampled)
+        on_main = neighbour_confidence(ranked, main_resamples)
+        on_dynascore = neighbour_confidence(ranked, scores_resampled)
+        confidence = {index: (on_main[index], on_dynascore[index]) for index in on_main}
+        next_of = dict(zip(ranked, ranked[1:], strict=False))
+    return BoardIntervals(lows, highs, dynascore_lows, dynascore_highs, next_of, confidence)
+
+
+def _comparison(board: Board, index: int, intervals: BoardIntervals) -> NextComparison | None:
+    if index not in intervals.confidence:
+        return None
+    on_main, on_dynascore = intervals.confidence[index]
+    return NextComparison(
+        model_name=board.display_name(intervals.next_of[index]),
+        main_share=on_main.share,
+        main_tie=on_main.is_tie,
+        dynascore_share=on_dynascore.share,
+        dynascore_tie=on_dynascore.is_tie,
+    )
 
 
 def _resolution(spec: Any) -> tuple[float, bool]:
@@ -419,9 +508,9 @@ def _row(
     shown_metrics: Sequence[str],
     datasets: Sequence[DatasetRecord],
     main_metric: str,
-    ci_lows: np.ndarray,
-    ci_highs: np.ndarray,
+    intervals: BoardIntervals,
     missing: tuple[str, ...],
+    next_comparison: NextComparison | None,
     predictions_file: bool = False,
 ) -> LeaderboardRow:
     model = board.models[index]
@@ -449,8 +538,11 @@ def _row(
         is_anonymous=not model.show_identity,
         dynascore=ranked.dynascore if ranked is not None else None,
         metrics={name: values.get(name) for name in shown_metrics},
-        ci_low=none_if_nan(float(ci_lows[index])),
-        ci_high=none_if_nan(float(ci_highs[index])),
+        ci_low=none_if_nan(float(intervals.lows[index])),
+        ci_high=none_if_nan(float(intervals.highs[index])),
+        dynascore_ci_low=none_if_nan(float(intervals.dynascore_lows[index])),
+        dynascore_ci_high=none_if_nan(float(intervals.dynascore_highs[index])),
+        next_comparison=next_comparison,
         datasets=cells,
         incomplete=bool(missing),
         missing_metrics=missing,

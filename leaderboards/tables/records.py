@@ -61,6 +61,8 @@ class ScoreRecord:
     # Examples with a prediction, of ``total`` (None: not known; see ``Score.covered_count``).
     covered: int | None = None
     total: int = 0
+    # The main metric per bootstrap resample, as stored (``Score.main_resamples``).
+    main_resamples: bytes | None = None
 
     def metric(self, name: str, main_metric: str) -> float | None:
         """Return this score's value of ``name`` (None when absent or not a finite number)."""
@@ -86,7 +88,8 @@ class ScoreColumns:
     (``Score.main_per_tag``), or None where it must be taken from ``per_tag``; when it is
     given, ``per_tag`` is needed only at those positions. ``covered`` and ``totals``
     (optional) hold each score's coverage: examples with a prediction (None: not known) of
-    the dataset's examples.
+    the dataset's examples. ``main_resamples`` (optional) holds each score's stored
+    ``Score.main_resamples`` (bytes or None).
     """
 
     model_ids: Sequence[int]
@@ -100,6 +103,7 @@ class ScoreColumns:
     main_per_tag: Sequence[Mapping[str, Any] | None] = ()
     covered: Sequence[int | None] = ()
     totals: Sequence[int] = ()
+    main_resamples: Sequence[bytes | memoryview | None] = ()
 
     @classmethod
     def from_records(cls, records: Iterable[ScoreRecord]) -> ScoreColumns:
@@ -117,6 +121,7 @@ class ScoreColumns:
             columns={name: [record.columns.get(name) for record in records] for name in names},
             covered=[record.covered for record in records],
             totals=[record.total for record in records],
+            main_resamples=[record.main_resamples for record in records],
         )
 
     def metric(self, name: str, main_metric: str) -> np.ndarray:

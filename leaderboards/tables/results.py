@@ -174,6 +174,31 @@ class DatasetCell:
 
 
 @dataclass(frozen=True)
+class NextComparison:
+    """How sure the ranking is that a model is ahead of the next ranked one.
+
+    The shares (0..1) of bootstrap resamples in which this model beats the next one on
+    the main metric's aggregate and on the Dynascore (a draw counts half); a share below
+    95% makes the pair a statistical tie. None where a score has no resamples.
+    """
+
+    model_name: str
+    main_share: float | None
+    main_tie: bool | None
+    dynascore_share: float | None
+    dynascore_tie: bool | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model_name,
+            "main_metric_share": self.main_share,
+            "main_metric_tie": self.main_tie,
+            "dynascore_share": self.dynascore_share,
+            "dynascore_tie": self.dynascore_tie,
+        }
+
+
+@dataclass(frozen=True)
 class LeaderboardRow:
     rank: int | None
     model_id: int
@@ -195,6 +220,10 @@ class LeaderboardRow:
     shares: Mapping[str, float] = field(default_factory=dict)
     # A metric other than the main one that makes up more than half of the score.
     dominant_metric: str | None = None
+    dynascore_ci_low: float | None = None
+    dynascore_ci_high: float | None = None
+    # Against the next model in the ranking (None for the last ranked and unranked ones).
+    next_comparison: NextComparison | None = None
 
     @property
     def partial_datasets(self) -> tuple[str, ...]:
@@ -220,9 +249,14 @@ class LeaderboardRow:
             "owner": self.owner_name,
             "anonymous": self.is_anonymous,
             "dynascore": self.dynascore,
+            "dynascore_ci_low": self.dynascore_ci_low,
+            "dynascore_ci_high": self.dynascore_ci_high,
             "metrics": dict(self.metrics),
             "ci_low": self.ci_low,
             "ci_high": self.ci_high,
+            "ahead_of_next": (
+                self.next_comparison.as_dict() if self.next_comparison is not None else None
+            ),
             "datasets": {slug: cell.as_dict() for slug, cell in self.datasets.items()},
             "incomplete": self.incomplete,
             "missing_metrics": list(self.missing_metrics),
@@ -355,6 +389,13 @@ class LeaderboardTable:
         header = ["rank", "model", "owner", "dynascore"]
         header += [metric.name for metric in self.metrics]
         header += [f"{self.main_metric}_ci_low", f"{self.main_metric}_ci_high"]
+        header += ["dynascore_ci_low", "dynascore_ci_high"]
+        header += [
+            f"{self.main_metric}_ahead_of_next_share",
+            f"{self.main_metric}_tie_with_next",
+            "dynascore_ahead_of_next_share",
+            "dynascore_tie_with_next",
+        ]
         header += [f"{DATASET_SORT_PREFIX}{dataset.slug}" for dataset in self.datasets]
         header += ["incomplete", "missing_metrics", "partial", "coverage"]
         return header
@@ -365,7 +406,18 @@ class LeaderboardTable:
         for row in self.rows:
             cells: list[Any] = [row.rank, row.model_name, row.owner_name, row.dynascore]
             cells += [row.metrics.get(metric.name) for metric in self.metrics]
-            cells += [row.ci_low, row.ci_high]
+            cells += [row.ci_low, row.ci_high, row.dynascore_ci_low, row.dynascore_ci_high]
+            comparison = row.next_comparison
+            cells += (
+                [
+                    comparison.main_share,
+                    comparison.main_tie,
+                    comparison.dynascore_share,
+                    comparison.dynascore_tie,
+                ]
+                if comparison is not None
+                else [None] * 4
+            )
             cells += [row.datasets[dataset.slug].value for dataset in self.datasets]
             cells += [row.incomplete, " ".join(row.missing_metrics)]
             cells += [row.partial, row.coverage_note]

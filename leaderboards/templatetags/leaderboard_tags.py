@@ -12,6 +12,8 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from leaderboards.dynascore import LOWER
+from leaderboards.intervals import TIE_BELOW
+from leaderboards.scoring import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from leaderboards.tables.results import DEFAULT_PAGE_SIZE
 
 register = template.Library()
@@ -117,10 +119,50 @@ def field_items(value, first=None) -> list[tuple[str, str]]:
     ]
 
 
+@register.simple_tag
+def bootstrap_settings() -> dict[str, str]:
+    """Return the resampling settings the page's help states: count, seed, tie cut-off."""
+    return {
+        "resamples": f"{BOOTSTRAP_RESAMPLES:,}",
+        "seed": str(BOOTSTRAP_SEED),
+        "tie_below": f"{100 * TIE_BELOW:.0f}%",
+    }
+
+
 def _interval(low, high) -> str:
     if low is None or high is None:
         return ""
     return f"{number(low, 1)}–{number(high, 1)}"
+
+
+def _share_text(share) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def _comparison_cell(table, row) -> str:
+    """Return the "ahead of the next model" cell: shares of resamples, ties marked."""
+    comparison = row.next_comparison
+    if comparison is None:
+        return '<td class="small text-muted lb-next">—</td>'
+    parts = []
+    for label, share, tie in (
+        ("Dynascore", comparison.dynascore_share, comparison.dynascore_tie),
+        (table.main_metric, comparison.main_share, comparison.main_tie),
+    ):
+        if share is None:
+            continue
+        badge = (
+            ' <span class="badge text-bg-secondary" data-tie="1" title="Ahead in fewer than '
+            '95% of resamples: a statistical tie">tie</span>'
+            if tie
+            else ""
+        )
+        parts.append(
+            f"<div>{escape(label)}: ahead in {escape(_share_text(share))} of resamples{badge}</div>"
+        )
+    if not parts:
+        return '<td class="small text-muted lb-next">—</td>'
+    return f'<td class="small lb-next">{"".join(parts)}</td>'
 
 
 def _model_url_parts() -> tuple[str, str]:
@@ -219,7 +261,7 @@ def leaderboard_rows(table) -> str:
     """
     if not table.rows:
         return mark_safe(  # noqa: S308 - a constant and a number
-            f'<tr><td colspan="{len(table.metrics) + 4}" class="text-muted">'
+            f'<tr><td colspan="{len(table.metrics) + 5}" class="text-muted">'
             "No models on this leaderboard yet.</td></tr>"
         )
     url_before, url_after = _model_url_parts()
@@ -247,12 +289,17 @@ def leaderboard_rows(table) -> str:
             )
         marker = ' class="table-light text-muted" data-incomplete="1"' if row.incomplete else ""
         rank = "" if row.rank is None else escape(row.rank)
+        interval = _interval(row.dynascore_ci_low, row.dynascore_ci_high)
+        dynascore_interval = (
+            f'<div class="small text-muted fw-normal">{escape(interval)}</div>' if interval else ""
+        )
         lines.append(
             f'<tr{marker}><td class="lb-rank">{rank}</td>'
             f'<td class="lb-model">{name}'
             f'<div class="small text-muted">{escape(row.owner_name)}</div>{badge}</td>'
-            f'<td class="fw-semibold">{escape(number(row.dynascore))}'
+            f'<td class="fw-semibold">{escape(number(row.dynascore))}{dynascore_interval}'
             f"{_share_bar(table, row)}{_share_warning(table, row)}</td>"
+            f"{_comparison_cell(table, row)}"
             f"{_metric_cells(table, row)}</tr>"
         )
     return mark_safe("\n".join(lines))  # noqa: S308 - every value above is escaped

@@ -13,8 +13,10 @@ Contract:
 * ``string_f1(prediction, gold)`` is the SQuAD token F1 in 0..1 used for live decisions,
   and ``model_fooled`` applies a config's ``model_wrong_metric``.
 * ``bootstrap_ci`` / ``metric_bootstrap_ci`` give deterministic (seeded) percentile
-  intervals; ``metric_per_tag`` groups scores by example tags; ``delta_consistency`` scores
-  perturbed predictions against the same model's original predictions.
+  intervals from ``DEFAULT_RESAMPLES`` resamples, ``metric_resamples`` /
+  ``resampled_statistics`` the score of every resample (vectorised); ``metric_per_tag``
+  groups scores by example tags; ``delta_consistency`` scores perturbed predictions
+  against the same model's original predictions.
 """
 
 from tasks.metrics.base import Metric
@@ -25,15 +27,19 @@ from tasks.metrics.jobs import JobMetric, quantize_to_resolution
 from tasks.metrics.qa import string_f1, vqa_example_accuracy
 from tasks.metrics.registry import JOB_METRICS, METRICS, get_metric
 from tasks.metrics.resampling import (
-    CORPUS_METRIC_MAX_RESAMPLES,
+    DEFAULT_RESAMPLES,
     TagScore,
     bootstrap_ci,
     metric_bootstrap_ci,
     metric_per_tag,
+    metric_resamples,
+    percentile_interval,
+    resample_indices,
+    resampled_statistics,
 )
 
 __all__ = [
-    "CORPUS_METRIC_MAX_RESAMPLES",
+    "DEFAULT_RESAMPLES",
     "JOB_METRICS",
     "METRICS",
     "JobMetric",
@@ -48,8 +54,12 @@ __all__ = [
     "get_metric",
     "metric_bootstrap_ci",
     "metric_per_tag",
+    "metric_resamples",
     "model_fooled",
+    "percentile_interval",
     "quantize_to_resolution",
+    "resample_indices",
+    "resampled_statistics",
     "string_f1",
     "vqa_example_accuracy",
 ]

@@ -21,6 +21,7 @@ Options = Mapping[str, object]
 StatisticsFunction = Callable[[Sequence[Any], Sequence[Any], Options], np.ndarray]
 ScoreFromStatisticsFunction = Callable[[np.ndarray, Options], float]
 ExampleScoreFunction = Callable[[Any, Any, Options], float]
+BatchScoreFunction = Callable[[np.ndarray, Options], np.ndarray]
 
 NO_OPTIONS: Options = MappingProxyType({})
 
@@ -33,7 +34,9 @@ class Metric:
     ``score_from_statistics(column sums)``. ``example_score`` (0..100) scores one example
     for the per-example browser; when ``is_decomposable`` the corpus score is exactly the
     mean of the example scores, otherwise it is a corpus statistic (F1, BLEU, chrF) and
-    the example score is only indicative.
+    the example score is only indicative. ``scores_from_statistics``, when given, scores
+    many summed rows at once (``(n_rows, k)`` in, ``n_rows`` scores out, each equal to
+    ``score_from_statistics`` of its row): bootstrap resampling uses it.
     """
 
     name: str
@@ -42,6 +45,19 @@ class Metric:
     score_from_statistics: ScoreFromStatisticsFunction
     example_score: ExampleScoreFunction | None = None
     is_decomposable: bool = True
+    scores_from_statistics: BatchScoreFunction | None = None
+
+    def batch_scores(self, summed_rows: np.ndarray, options: Options | None = None) -> np.ndarray:
+        """Return the score of each row of summed statistics (``(n_rows, k)`` in)."""
+        chosen = options or NO_OPTIONS
+        rows = np.asarray(summed_rows, dtype=np.float64)
+        if self.scores_from_statistics is not None:
+            return np.asarray(self.scores_from_statistics(rows, chosen), dtype=np.float64)
+        return np.fromiter(
+            (self.score_from_statistics(row, chosen) for row in rows),
+            dtype=np.float64,
+            count=rows.shape[0],
+        )
 
     def compute_statistics(
         self,
@@ -110,6 +126,16 @@ def mean_from_statistics(summed: np.ndarray, options: Options) -> float:
     """Return the mean from summed ``[score, 1]`` rows (0.0 for no examples)."""
     del options  # same signature as every score_from_statistics
     return float(summed[0] / summed[1]) if summed[1] else 0.0
+
+
+def means_from_statistics(summed_rows: np.ndarray, options: Options) -> np.ndarray:
+    """Return ``mean_from_statistics`` of every row of summed ``[score, 1]`` rows."""
+    del options
+    totals = summed_rows[:, 0]
+    counts = summed_rows[:, 1]
+    means = np.zeros(summed_rows.shape[0], dtype=np.float64)
+    np.divide(totals, counts, out=means, where=counts != 0)
+    return means
 
 
 def is_alternatives(gold: object) -> bool:

@@ -27,6 +27,7 @@ from tasks.metrics.base import (
     is_alternatives,
     mean_from_statistics,
     mean_statistics,
+    means_from_statistics,
 )
 
 
@@ -142,6 +143,34 @@ def _micro_f1_from_statistics(summed: np.ndarray, options: Options) -> float:
     return float(100.0 * 2 * true_positives / denominator) if denominator else 0.0
 
 
+def _macro_f1_rows(summed_rows: np.ndarray, options: Options) -> np.ndarray:
+    """Return ``_macro_f1_from_statistics`` of every row at once (resamples)."""
+    label_count = summed_rows.shape[1] // 3
+    true_positives = summed_rows[:, :label_count]
+    denominators = (
+        2 * true_positives
+        + summed_rows[:, label_count : 2 * label_count]
+        + summed_rows[:, 2 * label_count :]
+    )
+    seen = denominators > 0
+    ratios = np.zeros_like(true_positives)
+    np.divide(2 * true_positives, denominators, out=ratios, where=seen)
+    seen_counts = seen.sum(axis=1)
+    scores = np.zeros(summed_rows.shape[0], dtype=np.float64)
+    np.divide(ratios.sum(axis=1), seen_counts, out=scores, where=seen_counts > 0)
+    return 100.0 * scores
+
+
+def _micro_f1_rows(summed_rows: np.ndarray, options: Options) -> np.ndarray:
+    """Return ``_micro_f1_from_statistics`` of every row at once (resamples)."""
+    label_count = summed_rows.shape[1] // 3
+    true_positives = summed_rows[:, :label_count].sum(axis=1)
+    denominators = 2 * true_positives + summed_rows[:, label_count:].sum(axis=1)
+    scores = np.zeros(summed_rows.shape[0], dtype=np.float64)
+    np.divide(2 * true_positives, denominators, out=scores, where=denominators > 0)
+    return 100.0 * scores
+
+
 def _f1_example(prediction: object, gold: object, options: Options) -> float:
     return 100.0 if is_correct(prediction, first_gold_label(gold)) else 0.0
 
@@ -152,6 +181,7 @@ ACCURACY = Metric(
     statistics=_accuracy_statistics,
     score_from_statistics=mean_from_statistics,
     example_score=_accuracy_example,
+    scores_from_statistics=means_from_statistics,
 )
 MACRO_F1 = Metric(
     name="macro_f1",
@@ -160,6 +190,7 @@ MACRO_F1 = Metric(
     score_from_statistics=_macro_f1_from_statistics,
     example_score=_f1_example,
     is_decomposable=False,
+    scores_from_statistics=_macro_f1_rows,
 )
 MICRO_F1 = Metric(
     name="micro_f1",
@@ -168,4 +199,5 @@ MICRO_F1 = Metric(
     score_from_statistics=_micro_f1_from_statistics,
     example_score=_f1_example,
     is_decomposable=False,
+    scores_from_statistics=_micro_f1_rows,
 )

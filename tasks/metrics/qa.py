@@ -27,6 +27,7 @@ from tasks.metrics.base import (
     gold_alternatives,
     mean_from_statistics,
     mean_statistics,
+    means_from_statistics,
 )
 from tasks.metrics.text import normalize_vqa_answer, squad_exact_match, squad_token_f1
 
@@ -98,6 +99,7 @@ def _mean_metric(name: str, description: str, example_score: Any) -> Metric:
         statistics=statistics,
         score_from_statistics=mean_from_statistics,
         example_score=example_score,
+        scores_from_statistics=means_from_statistics,
     )
 
 

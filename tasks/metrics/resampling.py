@@ -1,11 +1,21 @@
 """Bootstrap confidence intervals and per-tag scores (pure, deterministic with numpy).
 
-Resampling draws example indices with replacement from ``numpy.random.default_rng(seed)``,
-so the same inputs and seed always give the same interval. For a metric that is a mean
-of example scores the example scores are resampled; for a corpus metric (F1, BLEU, chrF)
-the per-example statistics of each resample are summed and the corpus score recomputed,
-capped at ``CORPUS_METRIC_MAX_RESAMPLES`` resamples to keep leaderboard jobs fast.
-Intervals are percentile intervals.
+Contract:
+
+* A resample is ``n`` example indices drawn with replacement. ``resample_indices`` draws
+  the ``(n_resamples, n)`` index matrix from ``numpy.random.default_rng(seed)`` (``seed``
+  an int or a sequence of ints, e.g. ``(0, dataset id)``), in batches of whole rows that
+  keep the int64 matrix near 16 MB; the batches are the rows of one matrix, so the same
+  size and seed always give the same resamples, whatever the batch size.
+* ``resampled_statistics`` turns each resample into its summed statistics rows in one
+  pass per batch: the count of each example (or of each distinct (prediction, gold) pair,
+  given ``codes``) per resample by one ``bincount`` over offset indices, times the
+  statistics matrix. ``Metric.batch_scores`` then scores every resample at once
+  (accuracy and SQuAD as means, macro and micro F1 from the per-label counts; BLEU and
+  chrF call sacrebleu per resample). Every metric gets ``DEFAULT_RESAMPLES`` (1,000)
+  resamples unless asked for more.
+* ``metric_resamples`` is the score of each resample; ``percentile_interval`` the
+  percentile interval of such values; ``metric_bootstrap_ci`` both at once.
 """
 
 from __future__ import annotations
@@ -20,7 +30,8 @@ from tasks.metrics.base import Metric, Options
 from tasks.metrics.errors import BAD_OPTION, EMPTY_INPUT, LENGTH_MISMATCH, MetricInputError
 from tasks.metrics.registry import get_metric
 
-CORPUS_METRIC_MAX_RESAMPLES = 200
+DEFAULT_RESAMPLES = 1000
+Seed = int | Sequence[int]
 # Bound the index matrix of one batch of resamples (about 16 MB of int64).
 _MAX_INDICES_PER_BATCH = 2_000_000
 
@@ -36,20 +47,66 @@ def _check_parameters(n_resamples: int, confidence: float) -> None:
         )
 
 
-def _resampled_indices(size: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
-    """Yield batches of index rows; each row is one resample of ``size`` indices."""
+def resample_indices(
+    size: int,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = 0,
+    *,
+    max_indices: int = _MAX_INDICES_PER_BATCH,
+) -> Iterator[np.ndarray]:
+    """Yield the rows of the ``(n_resamples, size)`` index matrix, in batches of rows.
+
+    Row ``b`` is resample ``b``: ``size`` indices in ``[0, size)`` drawn with replacement.
+    The rows do not depend on ``max_indices`` (the batch bound).
+    """
     rng = np.random.default_rng(seed)
-    batch = max(1, _MAX_INDICES_PER_BATCH // size)
+    batch = max(1, max_indices // max(size, 1))
     remaining = n_resamples
     while remaining > 0:
         rows = min(batch, remaining)
-        yield rng.integers(0, size, size=(rows, size))
+        yield rng.integers(0, size, size=(rows, size), dtype=np.int64)
         remaining -= rows
 
 
-def _percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+def resampled_statistics(
+    statistics: np.ndarray,
+    *,
+    codes: np.ndarray | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = 0,
+) -> np.ndarray:
+    """Return the summed statistics of every resample, ``(n_resamples, k)``.
+
+    Without ``codes`` row ``i`` of ``statistics`` is example ``i``; with ``codes`` example
+    ``i`` is row ``codes[i]`` (its distinct (prediction, gold) pair), so ``statistics``
+    holds one row per pair and the examples are ``len(codes)``.
+    """
+    statistics = np.asarray(statistics, dtype=np.float64)
+    size = statistics.shape[0] if codes is None else int(codes.shape[0])
+    if size == 0:
+        raise MetricInputError("there are no examples to resample", code=EMPTY_INPUT)
+    if n_resamples < 1:
+        raise MetricInputError(
+            f"n_resamples must be at least 1, got {n_resamples}", code=BAD_OPTION
+        )
+    width = statistics.shape[0]
+    sums = np.empty((n_resamples, statistics.shape[1]), dtype=np.float64)
+    done = 0
+    for indices in resample_indices(size, n_resamples, seed):
+        rows = indices.shape[0]
+        picked = indices if codes is None else codes[indices]
+        # One bincount for the batch: resample r's rows are shifted by r * width.
+        offsets = picked + (np.arange(rows, dtype=np.int64) * width)[:, None]
+        counts = np.bincount(offsets.ravel(), minlength=rows * width).reshape(rows, width)
+        sums[done : done + rows] = counts.astype(np.float64) @ statistics
+        done += rows
+    return sums
+
+
+def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Return the ``confidence`` percentile interval ``(low, high)`` of ``values``."""
     tail = 100.0 * (1.0 - confidence) / 2.0
-    low, high = np.percentile(values, [tail, 100.0 - tail])
+    low, high = np.percentile(np.asarray(values, dtype=np.float64), [tail, 100.0 - tail])
     return float(low), float(high)
 
 
@@ -57,8 +114,8 @@ def bootstrap_ci(
     per_example_scores: Sequence[float] | np.ndarray,
     *,
     aggregate: Callable[[np.ndarray], float] = np.mean,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = 0,
     confidence: float = 0.95,
 ) -> tuple[float, float]:
     """Return the percentile bootstrap interval ``(low, high)`` of ``aggregate(scores)``."""
@@ -67,17 +124,33 @@ def bootstrap_ci(
     if scores.size == 0:
         raise MetricInputError("there are no example scores to resample", code=EMPTY_INPUT)
     values = []
-    for indices in _resampled_indices(scores.size, n_resamples, seed):
+    for indices in resample_indices(scores.size, n_resamples, seed):
         resampled = scores[indices]
         if aggregate is np.mean:
             values.append(resampled.mean(axis=1))  # one vectorised pass per batch
         else:
             values.append(np.array([aggregate(row) for row in resampled], dtype=np.float64))
-    return _percentile_interval(np.concatenate(values), confidence)
+    return percentile_interval(np.concatenate(values), confidence)
 
 
 def _resolve(metric: Metric | str) -> Metric:
     return get_metric(metric) if isinstance(metric, str) else metric
+
+
+def metric_resamples(
+    metric: Metric | str,
+    predictions: Sequence[Any],
+    golds: Sequence[Any],
+    *,
+    options: Options | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = 0,
+) -> np.ndarray:
+    """Return ``metric``'s corpus score on each of ``n_resamples`` resamples of the examples."""
+    chosen = _resolve(metric)
+    statistics = chosen.compute_statistics(predictions, golds, options=options)
+    sums = resampled_statistics(statistics, n_resamples=n_resamples, seed=seed)
+    return chosen.batch_scores(sums, options)
 
 
 def metric_bootstrap_ci(
@@ -86,29 +159,16 @@ def metric_bootstrap_ci(
     golds: Sequence[Any],
     *,
     options: Options | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: Seed = 0,
     confidence: float = 0.95,
 ) -> tuple[float, float]:
     """Return the bootstrap interval of ``metric``'s corpus score over the examples."""
     _check_parameters(n_resamples, confidence)
-    chosen = _resolve(metric)
-    statistics = chosen.compute_statistics(predictions, golds, options=options)
-    if chosen.is_decomposable:
-        return bootstrap_ci(
-            statistics[:, 0] / statistics[:, 1],
-            n_resamples=n_resamples,
-            seed=seed,
-            confidence=confidence,
-        )
-    resamples = min(n_resamples, CORPUS_METRIC_MAX_RESAMPLES)
-    size = statistics.shape[0]
-    values = []
-    for indices in _resampled_indices(size, resamples, seed):
-        for row in indices:
-            summed = np.bincount(row, minlength=size).astype(np.float64) @ statistics
-            values.append(chosen.score_from_statistics(summed, options or {}))
-    return _percentile_interval(np.asarray(values, dtype=np.float64), confidence)
+    values = metric_resamples(
+        metric, predictions, golds, options=options, n_resamples=n_resamples, seed=seed
+    )
+    return percentile_interval(values, confidence)
 
 
 @dataclass(frozen=True)

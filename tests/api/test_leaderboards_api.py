@@ -523,3 +523,41 @@ def test_a_big_dataset_upload_answers_202_and_the_caps_a_clear_error(clients, ap
     settings.UPLOAD_MAX_BYTES = 50
     body = {"file": _file(sentiment_rows(20)), "name": "Big"}
     assert_error(clients["owner"].post(url, body, format="multipart"), 413, "upload.too_large")
+
+
+def test_the_leaderboard_gives_intervals_and_the_confidence_of_each_rank(
+    clients, scored, datasets, submitter, api_task
+):
+    """Scored from predictions files: a twin of the all-correct model, and one all wrong."""
+    labels = ("negative", "positive", "neutral")
+    twin = ModelFactory(task=api_task, owner=submitter, name="twin-model")
+    wrong = ModelFactory(task=api_task, owner=submitter, name="wrong-model")
+    for dataset in datasets.values():
+        right_rows = [_prediction(row["uid"], row["label"]) for row in sentiment_rows(5)]
+        wrong_rows = [
+            _prediction(row["uid"], labels[(labels.index(row["label"]) + 1) % 3])
+            for row in sentiment_rows(5)
+        ]
+        predictions_import(twin, dataset, _file(right_rows), filename="p.jsonl")
+        predictions_import(wrong, dataset, _file(wrong_rows), filename="p.jsonl")
+    body = clients["anonymous"].get("/api/v1/tasks/api-task/leaderboard/").json()
+    rows = {row["model"]: row for row in body["rows"]}
+    assert [row["model"] for row in body["rows"]] == ["file-model", "twin-model", "wrong-model"]
+    assert (rows["file-model"]["ci_low"], rows["file-model"]["ci_high"]) == (100.0, 100.0)
+    assert rows["file-model"]["dynascore_ci_low"] == rows["file-model"]["dynascore_ci_high"]
+    # Identical models: ahead in half the resamples (a draw counts half), a tie.
+    assert rows["file-model"]["ahead_of_next"] == {
+        "model": "twin-model",
+        "main_metric_share": 0.5,
+        "main_metric_tie": True,
+        "dynascore_share": 0.5,
+        "dynascore_tie": True,
+    }
+    assert rows["twin-model"]["ahead_of_next"] == {
+        "model": "wrong-model",
+        "main_metric_share": 1.0,
+        "main_metric_tie": False,
+        "dynascore_share": 1.0,
+        "dynascore_tie": False,
+    }
+    assert rows["wrong-model"]["ahead_of_next"] is None

@@ -12,6 +12,7 @@ from django.http import QueryDict
 from django.urls import reverse
 
 from leaderboards.models import BoardCube, Score
+from leaderboards.scoring import BOOTSTRAP_RESAMPLES, resamples_encode
 from leaderboards.selectors.boards import leaderboard_datasets, leaderboard_table
 from leaderboards.tables.query import parse_leaderboard_query
 from models_hub.models import Model
@@ -20,13 +21,26 @@ from tests.factories import DatasetFactory, ModelFactory, UserFactory
 MAIN = "macro_f1"
 
 
+def dataset_noise(dataset) -> np.ndarray:
+    """Return the fixed resample offsets of ``dataset`` (the same for every model on it)."""
+    return np.random.default_rng(dataset.pk).normal(0.0, 1.0, BOOTSTRAP_RESAMPLES)
+
+
+def stored_resamples(value, dataset) -> bytes | None:
+    """Return what a Score of main metric ``value`` on ``dataset`` stores as its resamples."""
+    if value is None:
+        return None
+    return resamples_encode(value + dataset_noise(dataset))
+
+
 def make_models(
     task, count: int, datasets, *, metrics_of=None, owner=None, prefix="model", **model_fields
 ):
     """Create ``count`` published models with a Score on each dataset, in bulk.
 
     ``metrics_of(index, dataset)`` returns the Score metrics; the default gives model
-    ``i`` a main metric of ``50 + i % 50`` and slower, bigger models as ``i`` grows.
+    ``i`` a main metric of ``50 + i % 50`` and slower, bigger models as ``i`` grows. Each
+    Score keeps resamples of its main metric: the value plus ``dataset_noise``.
     """
     owner = owner or UserFactory()
     models = Model.objects.bulk_create(
@@ -68,6 +82,7 @@ def make_models(
                     ci_low=(metrics.get(MAIN) or 0) - 2,
                     ci_high=(metrics.get(MAIN) or 0) + 2,
                     per_tag={"negation": {MAIN: metrics.get(MAIN)}},
+                    main_resamples=stored_resamples(metrics.get(MAIN), dataset),
                 )
             )
     Score.objects.bulk_create(scores)

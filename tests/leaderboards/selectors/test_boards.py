@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from leaderboards.models import Score
@@ -14,6 +15,7 @@ from tests.factories import DatasetFactory, ModelFactory, UserFactory
 from tests.leaderboards.boardkit import (
     MAIN,
     board_with,
+    dataset_noise,
     forget_computed_boards,
     make_models,
     scored,
@@ -308,8 +310,14 @@ def test_trends_best_per_tag_and_ci(task):
     assert [leader.as_dict() for leader in table.best_per_tag] == [
         {"tag": "negation", "model": "model-0002", "value": 82.5}
     ]
-    assert table.rows[0].ci_low == pytest.approx(80.5)
-    assert table.rows[0].ci_high == pytest.approx(84.5)
+    # The CI of the aggregate: the percentiles of the per-resample average of both rounds.
+    per_resample = (
+        (80.0 + dataset_noise(round_one)).astype(np.float32)
+        + (85.0 + dataset_noise(round_two)).astype(np.float32)
+    ) / 2
+    low, high = np.percentile(per_resample, [2.5, 97.5])
+    assert table.rows[0].ci_low == pytest.approx(low, abs=1e-4)
+    assert table.rows[0].ci_high == pytest.approx(high, abs=1e-4)
 
 
 @pytest.mark.django_db

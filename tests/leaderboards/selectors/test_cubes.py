@@ -61,6 +61,7 @@ def records_table(task, user, querydict):
             score.ci_low,
             score.ci_high,
             {"latency_p95_ms": score.latency_p95_ms},
+            main_resamples=score.main_resamples,
         )
         for score in Score.objects.filter(dataset_id__in=list(slugs))
     ]

@@ -41,6 +41,60 @@ def test_page_renders_columns_arrows_ci_and_breakdown(client, board):
     assert "model-0049" not in html  # only 12 models
 
 
+@pytest.fixture
+def close_board(task):
+    """Two identical models (a tie) above a clearly worse one, with stored resamples."""
+    dataset = DatasetFactory(task=task, slug="alpha", name="Alpha")
+
+    def metrics(index, dataset):
+        return {
+            MAIN: 80.0 if index < 2 else 60.0,
+            "examples_per_second": 10.0,
+            "latency_p95_ms": 100.0,
+            "memory_utilization": 2.0,
+        }
+
+    make_models(task, 3, [dataset], metrics_of=metrics)
+    return task
+
+
+@pytest.mark.django_db
+def test_page_shows_intervals_rank_confidence_ties_and_how_they_are_computed(client, close_board):
+    html = client.get(url("task", close_board.code)).content.decode()
+    assert 'data-testid="interval-help"' in html
+    assert "1,000" in html and "default_rng" in html and "(0, the dataset" in html
+    assert "Ahead of the next" in html
+    assert "Dynascore: ahead in 50% of resamples" in html
+    assert f"{MAIN}: ahead in 100% of resamples" in html
+    assert html.count('data-tie="1"') == 2  # the twins, on the Dynascore and on macro_f1
+    table = table_for(close_board)
+    top = table.rows[0]
+    assert f"{top.ci_low:,.1f}–{top.ci_high:,.1f}" in html
+    assert f"{top.dynascore_ci_low:,.1f}–{top.dynascore_ci_high:,.1f}" in html
+
+
+@pytest.mark.django_db
+def test_json_and_csv_carry_the_intervals_and_rank_confidence(client, close_board):
+    data = client.get(url("task_json", close_board.code)).json()
+    first, second, third = data["rows"]
+    assert first["ahead_of_next"]["dynascore_tie"] is True
+    assert first["ahead_of_next"]["dynascore_share"] == 0.5
+    assert second["ahead_of_next"]["main_metric_tie"] is False
+    assert third["ahead_of_next"] is None
+    assert first["ci_low"] < 80.0 < first["ci_high"]
+    assert first["dynascore_ci_low"] <= first["dynascore"] <= first["dynascore_ci_high"]
+
+    content = client.get(url("task_csv", close_board.code)).content.decode()
+    header, *rows = list(csv.reader(io.StringIO(content)))
+    columns = [dict(zip(header, row, strict=True)) for row in rows]
+    assert columns[0]["dynascore_tie_with_next"] == "True"
+    assert columns[0][f"{MAIN}_ahead_of_next_share"] == "0.5"
+    assert columns[1][f"{MAIN}_tie_with_next"] == "False"
+    assert columns[1]["dynascore_ahead_of_next_share"] == "1.0"
+    assert columns[2]["dynascore_tie_with_next"] == ""
+    assert float(columns[0]["dynascore_ci_low"]) == pytest.approx(first["dynascore_ci_low"])
+
+
 @pytest.mark.django_db
 def test_htmx_request_gets_the_table_partial(client, board):
     response = client.get(url("task", board.code), HTTP_HX_REQUEST="true")
@@ -227,3 +281,19 @@ def test_the_rank_and_model_columns_are_marked_to_stay_in_view(client, board):
     assert '<th scope="col" class="lb-rank">#</th>' in page
     assert '<td class="lb-rank">1</td><td class="lb-model">' in page
     assert "leaderboards/leaderboard.css" in page
+
+
+@pytest.mark.django_db
+def test_a_refreshed_board_serves_the_default_public_page_with_its_intervals_from_the_cache(
+    client, close_board, django_assert_num_queries
+):
+    from leaderboards.services.scores import board_cube_refresh
+
+    cache.clear()
+    board_cube_refresh(close_board.pk)
+    path = url("task_json", close_board.code)
+    with django_assert_num_queries(JSON_QUERIES - CACHED_SAVING):
+        data = client.get(path).json()
+    assert data["rows"][0]["ahead_of_next"]["dynascore_tie"] is True
+    cache.clear()
+    assert client.get(path).json() == data

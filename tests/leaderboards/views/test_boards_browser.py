@@ -13,7 +13,7 @@ from tests.browser.conftest import (  # noqa: F401 - fixtures shared with the br
     shot,
 )
 from tests.factories import DatasetFactory, TaskFactory, UserFactory
-from tests.leaderboards.boardkit import MAIN, scored
+from tests.leaderboards.boardkit import MAIN, make_models, scored
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -55,6 +55,30 @@ def test_slider_reweights_with_htmx_and_pushes_the_url(live_server, page, shot):
     page.goto(shared)
     assert "fast" in page.locator("[data-testid=leaderboard] tbody tr").first.inner_text()
     assert not errors, errors
+
+
+def test_ties_and_how_the_intervals_are_computed_are_on_the_page(live_server, page, shot):  # noqa: F811
+    task = TaskFactory(code="browser-ties", owners=[UserFactory(username="ties-owner")])
+    dataset = DatasetFactory(task=task, slug="only", round=task.rounds.get(number=1))
+
+    def metrics(index, dataset):
+        # Two identical models, then a clearly worse one.
+        return {MAIN: 80.0 if index < 2 else 60.0, "examples_per_second": 10.0}
+
+    make_models(task, 3, [dataset], metrics_of=metrics)
+    page.goto(live_server.url + reverse("leaderboards:task", args=[task.code]))
+    rows = page.locator("[data-testid=leaderboard] tbody tr")
+    top = rows.nth(0).locator(".lb-next")
+    assert "ahead in 50% of resamples" in top.inner_text()
+    assert top.locator("[data-tie='1']").first.is_visible()
+    assert "ahead in 100% of resamples" in rows.nth(1).locator(".lb-next").inner_text()
+    assert rows.nth(1).locator("[data-tie='1']").count() == 0
+
+    help_text = page.locator("[data-testid=interval-help]")
+    assert not help_text.locator("p").first.is_visible()
+    help_text.locator("summary").click()
+    assert "1,000" in help_text.inner_text() and "seeded with (0" in help_text.inner_text()
+    shot(page, "ties and interval help")
 
 
 def test_share_bars_show_and_warn_when_memory_takes_over(live_server, page, shot):  # noqa: F811

@@ -9,13 +9,17 @@ import numpy as np
 import pytest
 
 from tasks.metrics import (
-    CORPUS_METRIC_MAX_RESAMPLES,
+    DEFAULT_RESAMPLES,
     MetricInputError,
     TagScore,
     bootstrap_ci,
     get_metric,
     metric_bootstrap_ci,
     metric_per_tag,
+    metric_resamples,
+    percentile_interval,
+    resample_indices,
+    resampled_statistics,
 )
 
 
@@ -83,7 +87,7 @@ def test_corpus_metric_bootstrap_recomputes_macro_f1():
     golds = ["a", "b", "b", "a", "c"] * 30
     low, high = metric_bootstrap_ci("macro_f1", predictions, golds, n_resamples=10_000)
     assert low <= get_metric("macro_f1").score(predictions, golds) <= high
-    assert CORPUS_METRIC_MAX_RESAMPLES == 200
+    assert DEFAULT_RESAMPLES >= 1000
 
 
 def test_metric_per_tag_groups_examples():
@@ -106,3 +110,77 @@ def test_metric_per_tag_recomputes_corpus_metrics_per_group():
 def test_metric_per_tag_length_mismatch():
     with pytest.raises(MetricInputError):
         metric_per_tag("accuracy", ["a"], ["a"], [])
+
+
+def _loop_reference(metric_name, predictions, golds, n_resamples, seed):
+    """Score each resample on its own: the slow reference of the vectorised path."""
+    metric = get_metric(metric_name)
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, len(golds), size=(n_resamples, len(golds)), dtype=np.int64)
+    return np.array(
+        [
+            metric.score([predictions[i] for i in row], [golds[i] for i in row])
+            for row in indices.tolist()
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("metric_name", "predictions", "golds"),
+    [
+        ("accuracy", ["a", "b", "a", None, "c"] * 8, ["a", "a", "a", "b", "c"] * 8),
+        ("macro_f1", ["a", "b", "c", "a", "b", "d"] * 7, ["a", "b", "b", "a", "c", "c"] * 7),
+        ("micro_f1", ["a", "b", "c", "a", None] * 8, ["a", "b", "b", "a", "c"] * 8),
+        (
+            "squad_f1",
+            ["the cat sat", "a dog", "blue", None, "red car"] * 8,
+            [["cat sat"], "dog runs", ["green", "blue"], "x", "red"] * 8,
+        ),
+        ("exact_match", ["cat", "Dog.", "blue", None] * 10, ["cat", "dog", "green", "x"] * 10),
+    ],
+)
+def test_vectorised_resamples_equal_a_loop_over_the_same_resamples(metric_name, predictions, golds):
+    seed = (0, 7)
+    values = metric_resamples(metric_name, predictions, golds, seed=seed)
+    assert values.shape == (DEFAULT_RESAMPLES,)
+    reference = _loop_reference(metric_name, predictions, golds, DEFAULT_RESAMPLES, seed)
+    np.testing.assert_allclose(values, reference, rtol=1e-12, atol=1e-9)
+    assert metric_bootstrap_ci(metric_name, predictions, golds, seed=seed) == pytest.approx(
+        percentile_interval(reference)
+    )
+
+
+def test_vectorised_bleu_resamples_equal_a_loop_over_the_same_resamples():
+    rng = random.Random(2)
+    words = ["a", "b", "c", "d", "e"]
+    hypotheses = [" ".join(rng.choices(words, k=6)) for _ in range(12)]
+    references = [" ".join(rng.choices(words, k=6)) for _ in range(12)]
+    values = metric_resamples("bleu", hypotheses, references, n_resamples=1000, seed=3)
+    reference = _loop_reference("bleu", hypotheses, references, 1000, 3)
+    np.testing.assert_allclose(values, reference, rtol=1e-9, atol=1e-9)
+
+
+def test_every_metric_resamples_a_thousand_times_by_default_and_deterministically():
+    predictions = ["a", "b", "c", "a", "b"] * 30
+    golds = ["a", "b", "b", "a", "c"] * 30
+    for name in ("accuracy", "macro_f1", "micro_f1"):
+        first = metric_resamples(name, predictions, golds, seed=5)
+        assert first.shape == (1000,)
+        np.testing.assert_array_equal(first, metric_resamples(name, predictions, golds, seed=5))
+        assert not np.array_equal(first, metric_resamples(name, predictions, golds, seed=6))
+
+
+def test_the_index_matrix_does_not_depend_on_the_batch_size():
+    whole = np.concatenate(list(resample_indices(37, 1000, (0, 4))))
+    batched = np.concatenate(list(resample_indices(37, 1000, (0, 4), max_indices=100)))
+    assert whole.shape == (1000, 37)
+    np.testing.assert_array_equal(whole, batched)
+
+
+def test_resampled_statistics_of_pair_codes_equal_those_of_the_examples():
+    # Three distinct (prediction, gold) pairs standing for 50 examples.
+    pair_statistics = np.array([[100.0, 1.0], [0.0, 1.0], [50.0, 1.0]])
+    codes = np.array([0, 1, 2, 0, 0] * 10, dtype=np.int32)
+    by_pairs = resampled_statistics(pair_statistics, codes=codes, seed=8)
+    by_examples = resampled_statistics(pair_statistics[codes], seed=8)
+    np.testing.assert_allclose(by_pairs, by_examples)
