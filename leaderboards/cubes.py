@@ -4,7 +4,7 @@ A leaderboard page needs every model of the task and every Score on its datasets
 from the Score table, a 1,000-model board is 2,000 rows to transfer and decode and to
 scatter into arrays on every computed page. The cube holds the result of that work:
 ``leaderboards.tables.Board``'s arrays (models x datasets x metrics, CIs, per-tag main
-metrics, coverage, the main metric's bootstrap resamples) for *every* model of the task
+metrics, coverage) for *every* model of the task
 and every original dataset, with what decides who sees a model (published, owner,
 anonymous). It is stored in one row
 (``leaderboards.models.BoardCube``), rebuilt when the task's models or scores change
@@ -20,18 +20,19 @@ header (names, shapes) followed by the raw arrays: no pickle, nothing executable
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import orjson
 
+from leaderboards.scoring import BOOTSTRAP_RESAMPLES
 from leaderboards.tables.board import Board
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns
 
 # Bump when the layout changes: a stored cube of another format is rebuilt, never read.
-CUBE_FORMAT = 3
+CUBE_FORMAT = 4
 _HEADER_LENGTH = struct.Struct("<I")
 # The arrays of a cube, in the order they are stored, and their dtypes.
 _ARRAYS = {
@@ -47,7 +48,6 @@ _ARRAYS = {
     "tag_values": "<f8",
     "covered": "<i8",
     "totals": "<i8",
-    "resamples": "<f4",
 }
 
 
@@ -92,7 +92,6 @@ class ScoreCube:
     tag_values: np.ndarray
     covered: np.ndarray
     totals: np.ndarray
-    resamples: np.ndarray
 
 
 def cube_build(
@@ -140,7 +139,6 @@ def cube_build(
         tag_values=board.tag_values,
         covered=board.covered,
         totals=board.totals,
-        resamples=board.resamples,
     )
 
 
@@ -201,6 +199,38 @@ def cube_decode(payload: bytes | memoryview) -> ScoreCube:
         raise CubeFormatError(f"the cube cannot be read: {error}") from error
 
 
+class ResampleReader(Protocol):
+    """Return the stored resamples of each (model id, dataset id) pair asked that has some."""
+
+    def __call__(
+        self, model_ids: Sequence[int], dataset_ids: Sequence[int]
+    ) -> Mapping[tuple[int, int], np.ndarray]: ...
+
+
+@dataclass(frozen=True, eq=False)
+class _CubeResamples:
+    """A board's ``ResampleSource``: rows by the cube's model ids, positions by dataset id."""
+
+    model_ids: np.ndarray
+    dataset_ids: Sequence[int]
+    read: ResampleReader | None
+
+    def __call__(self, rows: np.ndarray, positions: Sequence[int]) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        result = np.full((rows.size, len(positions), BOOTSTRAP_RESAMPLES), np.nan)
+        if self.read is None or rows.size == 0 or not positions:
+            return result
+        model_ids = self.model_ids[rows].tolist()
+        dataset_ids = [self.dataset_ids[position] for position in positions]
+        found = self.read(model_ids, dataset_ids)
+        for row, model_id in enumerate(model_ids):
+            for column, dataset_id in enumerate(dataset_ids):
+                values = found.get((model_id, dataset_id))
+                if values is not None:
+                    result[row, column] = values
+        return result
+
+
 class _CubeModels(Sequence):
     """The ``ModelRecord`` of each listed model, built when asked for (only page rows are)."""
 
@@ -232,12 +262,15 @@ def cube_board(
     datasets: Sequence[tuple[int, str]],
     manages: bool,
     user_id: int | None,
+    resamples_of: ResampleReader | None = None,
 ) -> Board:
     """Return the ``Board`` a viewer gets: their models, ``datasets`` as (id, slug) in order.
 
     Task owners (``manages``) see every model; anyone else the published ones and their
     own (``user_id``). Someone else's anonymous model keeps no name (``show_identity``).
-    A dataset the cube does not hold (no scores yet) is all missing.
+    A dataset the cube does not hold (no scores yet) is all missing. The cube keeps no
+    bootstrap resamples (4 kB a score): the board reads those of the rows a page needs
+    through ``resamples_of`` (none without it).
     """
     own = cube.owner_ids == (-2 if user_id is None else user_id)
     listed = np.arange(len(cube.keys)) if manages else np.flatnonzero(cube.published | own)
@@ -261,7 +294,9 @@ def cube_board(
         tag_values=_pick(cube.tag_values, listed, columns, np.nan),
         covered=_pick(cube.covered, listed, columns, -1),
         totals=_pick(cube.totals, listed, columns, 0),
-        resamples=_pick(cube.resamples, listed, columns, np.nan),
+        resamples_of=_CubeResamples(
+            cube.model_ids[listed], [pk for pk, _ in datasets], resamples_of
+        ),
     )
 
 

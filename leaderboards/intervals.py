@@ -9,12 +9,10 @@ model). This module combines them:
   the point aggregate is -- so its percentiles (``interval_bounds``, 2.5 and 97.5) are an
   interval of the aggregate itself, not an average of per-dataset bounds. With one dataset
   it is that dataset's interval.
-* ``dynascore_resamples``: the Dynascore per resample, by calling
-  ``leaderboards.dynascore.compute_dynascore_arrays`` once per resample with the main
-  metric's aggregate replaced by its resampled value and every other metric (job metrics,
-  delta metrics, other perf metrics) fixed at its value. A model without resamples (scored
-  before they were kept) enters every resample with its point value, so it does not
-  change the others' AMRS, and gets no interval of its own.
+* ``dynascore_resamples``: the Dynascore per resample, with the main metric's aggregate
+  moved to its resampled value and every other metric (job metrics, delta metrics, other
+  perf metrics) and the board's conversion rates (AMRS) held at their point values. A
+  model without resamples (scored before they were kept) gets no interval.
 * ``ahead_share``: for two models, the share of resamples in which the first scores
   higher than the second; a resample where both are equal counts as half, so two
   identical models are ahead of each other in 50% of resamples. ``neighbour_confidence``
@@ -32,7 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from leaderboards.dynascore import MetricInput, compute_dynascore_arrays
+from leaderboards.dynascore import (
+    HIGHER,
+    DynascoreArrays,
+    MetricInput,
+    compute_dynascore_arrays,
+)
+from tasks.metrics.jobs import quantize_to_resolution
 
 CONFIDENCE = 0.95
 # A neighbour pair whose upper model is ahead in fewer resamples than this is a tie.
@@ -83,23 +87,72 @@ def dynascore_resamples(
 
     ``values`` and ``metrics`` are what ``compute_dynascore_arrays`` takes (models x
     metrics, columns in ``metrics`` order); ``main_resamples`` (models x resamples) the
-    main metric's aggregate per resample. Rows of NaN there keep the point value in every
-    resample and come back NaN.
+    main metric's aggregate per resample. Rows of NaN there, and incomplete models, come
+    back NaN.
+
+    The board's conversion rates (the AMRS of every metric, from the point values) and
+    every metric but the main one stay as they are: only the main metric's aggregate moves
+    from resample to resample. A model's Dynascore on resample ``b`` is then its point
+    Dynascore plus the main metric's normalised weight times the change of its converted
+    main value, so the interval says how far sampling alone moves the model's own score on
+    this board's scale.
     """
-    names = [metric.name for metric in metrics]
-    main = names.index(main_metric)
-    table = np.array(values, dtype=np.float64)
+    point = compute_dynascore_arrays(models, values, metrics, main_metric=main_metric)
+    main = next(metric for metric in metrics if metric.name == main_metric)
+    return shifted_dynascores(point, main, main_resamples)
+
+
+def shifted_dynascores(
+    point: DynascoreArrays,
+    main: MetricInput,
+    main_resamples: np.ndarray,
+    positions: np.ndarray | None = None,
+) -> np.ndarray:
+    """Return ``dynascore_resamples`` from the point computation ``point`` of the board.
+
+    With ``positions``, ``main_resamples`` holds the rows of those model positions only.
+    """
+    rows = slice(None) if positions is None else positions
+    column = point.metrics.index(main.name)
+    weight = point.normalized_weights[main.name]
     resampled = np.asarray(main_resamples, dtype=np.float64)
-    without = np.isnan(resampled).any(axis=1)
-    filled = np.where(without[:, None], table[:, main][:, None], resampled)
-    scores = np.full(resampled.shape, np.nan)
-    for column in range(resampled.shape[1]):
-        table[:, main] = filled[:, column]
-        scores[:, column] = compute_dynascore_arrays(
-            models, table, metrics, main_metric=main_metric
-        ).dynascores
-    scores[without] = np.nan
-    return scores
+    moved = _converted_main(main, resampled) - point.converted[rows, column][:, None]
+    # NaN rows (incomplete models, models without resamples) stay NaN.
+    return point.dynascores[rows][:, None] + weight * moved
+
+
+def shifted_bounds(
+    point: DynascoreArrays, main: MetricInput, lows: np.ndarray, highs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the Dynascore interval of each model from its main aggregate's interval.
+
+    The Dynascore on a resample is a monotone function of the main aggregate on it (see
+    ``dynascore_resamples``), so its percentiles are the images of the aggregate's: the
+    same bounds ``interval_bounds(shifted_dynascores(...))`` gives, without the resamples.
+    """
+    column = point.metrics.index(main.name)
+    weight = point.normalized_weights[main.name]
+    base = point.dynascores - weight * point.converted[:, column]
+    low = base + weight * _converted_main(main, np.asarray(lows, dtype=np.float64))
+    high = base + weight * _converted_main(main, np.asarray(highs, dtype=np.float64))
+    return np.fmin(low, high), np.fmax(low, high)
+
+
+def _converted_main(metric: MetricInput, values: np.ndarray) -> np.ndarray:
+    """Return ``values`` of the main metric rounded to its resolution and turned higher-better."""
+    converted = values
+    if metric.resolution and metric.relative_resolution:
+        step = float(metric.resolution)
+        converted = np.vectorize(
+            lambda value: quantize_to_resolution(float(value), step, relative=True),
+            otypes=[np.float64],
+        )(values)
+    elif metric.resolution:
+        step = float(metric.resolution)
+        converted = np.round(values / step) * step + 0.0
+    if str(metric.direction) != HIGHER:
+        converted = float(metric.offset) - converted
+    return converted
 
 
 def ahead_share(upper: np.ndarray, lower: np.ndarray) -> float | None:
@@ -131,11 +184,74 @@ class PairConfidence:
 def neighbour_confidence(order: Sequence[int], resamples: np.ndarray) -> dict[int, PairConfidence]:
     """Return, for each model of ``order`` but the last, its ``ahead_share`` over the next.
 
-    ``order`` lists row positions of ``resamples`` (models x resamples) from the top.
+    ``order`` lists row positions of ``resamples`` (models x resamples) from the top. All
+    pairs are compared at once.
     """
+    uppers, lowers = _pair_arrays(list(zip(order, list(order)[1:], strict=False)))
     values = np.asarray(resamples, dtype=np.float64)
-    positions = list(order)
+    return _pair_confidence(uppers, values[uppers] - values[lowers])
+
+
+def neighbour_confidence_both(
+    order: Sequence[int],
+    main_resamples: np.ndarray,
+    point: DynascoreArrays,
+    main: MetricInput,
+) -> dict[int, tuple[PairConfidence, PairConfidence]]:
+    """Return ``pair_confidence_both`` for each model of ``order`` but the last and the next."""
+    pairs = list(zip(order, list(order)[1:], strict=False))
+    return pair_confidence_both(pairs, main_resamples, point, main)
+
+
+def pair_confidence_both(
+    pairs: Sequence[tuple[int, int]],
+    main_resamples: np.ndarray,
+    point: DynascoreArrays,
+    main: MetricInput,
+) -> dict[int, tuple[PairConfidence, PairConfidence]]:
+    """Return, for each (upper, lower) pair of model positions, by upper: the share of
+    resamples in which upper is ahead on the main metric, and on the Dynascore
+    (``dynascore_resamples`` of ``point``), from one pass over their resamples.
+
+    Without a resolution the Dynascore's gap on a resample is an affine function of the
+    main aggregate's gap (see ``dynascore_resamples``), so it needs no Dynascore per resample.
+    """
+    uppers, lowers = _pair_arrays(pairs)
+    values = np.asarray(main_resamples, dtype=np.float64)
+    gaps = values[uppers] - values[lowers]
+    on_main = _pair_confidence(uppers, gaps)
+    if main.resolution:
+        dynascore_gaps = shifted_dynascores(point, main, values[uppers], uppers) - (
+            shifted_dynascores(point, main, values[lowers], lowers)
+        )
+    else:
+        column = point.metrics.index(main.name)
+        weight = point.normalized_weights[main.name]
+        sign = 1.0 if str(main.direction) == HIGHER else -1.0
+        base = point.dynascores - weight * point.converted[:, column]
+        dynascore_gaps = (base[uppers] - base[lowers])[:, None] + (weight * sign) * gaps
+    on_dynascore = _pair_confidence(uppers, dynascore_gaps)
+    return {index: (on_main[index], on_dynascore[index]) for index in on_main}
+
+
+def _pair_arrays(pairs: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    uppers = np.array([upper for upper, _ in pairs], dtype=np.int64)
+    lowers = np.array([lower for _, lower in pairs], dtype=np.int64)
+    return uppers, lowers
+
+
+def _pair_confidence(uppers: np.ndarray, gaps: np.ndarray) -> dict[int, PairConfidence]:
+    """Shares of resamples with a positive gap (a zero gap counts half), by upper position."""
+    if uppers.size == 0:
+        return {}
+    width = gaps.shape[1]
+    known = ~np.isnan(gaps).any(axis=1) & (width > 0)
+    wins = np.count_nonzero(gaps > 0, axis=1)
+    draws = np.count_nonzero(gaps == 0, axis=1)
+    shares = (wins + 0.5 * draws) / max(width, 1)
     return {
-        upper: PairConfidence(ahead_share(values[upper], values[lower]))
-        for upper, lower in zip(positions, positions[1:], strict=False)
+        int(position): PairConfidence(float(share) if ok else None)
+        for position, share, ok in zip(
+            uppers.tolist(), shares.tolist(), known.tolist(), strict=True
+        )
     }

@@ -21,7 +21,7 @@ from django.core.cache import cache
 
 from leaderboards.cubes import cube_board
 from leaderboards.models import AccessType, Dataset, LeaderboardFork, LeaderboardSnapshot
-from leaderboards.selectors.cubes import leaderboard_data_version, score_cube
+from leaderboards.selectors.cubes import leaderboard_data_version, score_cube, score_resamples
 from leaderboards.tables.build import DEFAULT_INSTANCE_MEMORY_GB, build_leaderboard_table
 from leaderboards.tables.query import parse_leaderboard_query
 from leaderboards.tables.records import DatasetRecord
@@ -203,6 +203,7 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         datasets=[(dataset.pk, dataset.slug) for dataset in datasets],
         manages=manages,
         user_id=user.pk if user.is_authenticated else None,
+        resamples_of=score_resamples,
     )
     return build_leaderboard_table(
         task_code=task.code,

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import orjson
 from django.db import DatabaseError, transaction
 from django.db.models import BinaryField, Case, F, Q, TextField, Value, When
@@ -26,6 +27,7 @@ from leaderboards.cubes import (
     cube_encode,
 )
 from leaderboards.models import BoardCube, Score
+from leaderboards.scoring import resamples_decode
 from leaderboards.sql import board_data_stamp
 from leaderboards.tables.records import ScoreColumns
 from models_hub.models import Model
@@ -45,7 +47,6 @@ SCORE_FIELDS = (
     "ci_high",
     "covered_count",
     "example_count",
-    "main_resamples",
     "examples_per_second",
     "latency_p50_ms",
     "latency_p95_ms",
@@ -166,7 +167,6 @@ def score_cube_build(task: Task) -> ScoreCube:
         ci_highs,
         covered_counts,
         example_counts,
-        main_resamples,
         *job_columns,
     ) = columns
     score_columns = ScoreColumns(
@@ -178,12 +178,31 @@ def score_cube_build(task: Task) -> ScoreCube:
         main_values=main_values,
         ci_lows=ci_lows,
         ci_highs=ci_highs,
-        columns=dict(zip(SCORE_FIELDS[11:], job_columns, strict=True)),
+        columns=dict(zip(SCORE_FIELDS[10:], job_columns, strict=True)),
         covered=covered_counts,
         totals=example_counts,
-        main_resamples=main_resamples,
     )
     return cube_build(models, score_columns, [spec.name for spec in metric_specs], main_metric)
+
+
+def score_resamples(
+    model_ids: Sequence[int], dataset_ids: Sequence[int]
+) -> dict[tuple[int, int], np.ndarray]:
+    """Return the stored bootstrap resamples of the Scores of ``model_ids`` on ``dataset_ids``
+    by (model id, dataset id), in one query; pairs without any are left out."""
+    if not model_ids or not dataset_ids:
+        return {}
+    rows = Score.objects.filter(
+        model_id__in=list(model_ids),
+        dataset_id__in=list(dataset_ids),
+        main_resamples__isnull=False,
+    ).values_list("model_id", "dataset_id", "main_resamples")
+    found = {}
+    for model_id, dataset_id, payload in rows:
+        values = resamples_decode(payload)
+        if values is not None:
+            found[(model_id, dataset_id)] = values
+    return found
 
 
 def json_texts_decode(texts: Sequence[str | None]) -> list[Any]:

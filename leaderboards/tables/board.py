@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import methodcaller
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -19,6 +19,23 @@ from leaderboards.scoring import BOOTSTRAP_RESAMPLES, resamples_decode
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns, finite_array
 
 ANONYMOUS_NAME = "Anonymous"
+
+
+class ResampleSource(Protocol):
+    """Return the resamples of board ``rows`` on dataset ``positions`` (rows x positions x
+    ``BOOTSTRAP_RESAMPLES``, NaN where a score has none)."""
+
+    def __call__(self, rows: np.ndarray, positions: Sequence[int]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, eq=False)
+class ResampleArray:
+    """A ``ResampleSource`` over an array in memory (models x datasets x resamples)."""
+
+    array: np.ndarray
+
+    def __call__(self, rows: np.ndarray, positions: Sequence[int]) -> np.ndarray:
+        return self.array[np.asarray(rows, dtype=np.int64)][:, list(positions), :]
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,10 +47,12 @@ class Board:
     says which (model, dataset) pairs have a Score (the last Score wins if a pair has
     two). ``tag_values`` holds each score's main metric on each of ``tag_names``
     (models x datasets x tags; NaN: the score has no value for that tag). ``resamples``
-    holds each score's main metric on the dataset's bootstrap resamples (models x datasets
-    x ``BOOTSTRAP_RESAMPLES``, float32; NaN where a score has none). ``covered`` and
-    ``totals`` hold each score's coverage (models x datasets; ``covered`` is -1 where it
-    is not known or there is no score): a score is partial when ``covered < totals``.
+    gives each score's main metric on the dataset's bootstrap resamples for the rows and
+    dataset positions asked (rows x positions x ``BOOTSTRAP_RESAMPLES``; NaN where a score
+    has none): they are large (4 kB a score), so a page reads only the rows it shows.
+    ``covered`` and ``totals`` hold each score's coverage (models x datasets; ``covered``
+    is -1 where it is not known or there is no score): a score is partial when
+    ``covered < totals``.
     """
 
     keys: list[str]
@@ -49,7 +68,7 @@ class Board:
     ci_highs: np.ndarray
     tag_names: list[str]
     tag_values: np.ndarray
-    resamples: np.ndarray
+    resamples_of: ResampleSource
     covered: np.ndarray | None = None
     totals: np.ndarray | None = None
 
@@ -142,7 +161,7 @@ class Board:
             ci_highs=ci_highs,
             tag_names=tag_names,
             tag_values=tag_values,
-            resamples=resamples,
+            resamples_of=ResampleArray(resamples),
             covered=covered,
             totals=totals,
         )

@@ -64,10 +64,11 @@ from leaderboards.dynascore import (
 from leaderboards.intervals import (
     PairConfidence,
     aggregate_resamples,
-    dynascore_resamples,
     interval_bounds,
-    neighbour_confidence,
+    pair_confidence_both,
+    shifted_bounds,
 )
+from leaderboards.scoring import BOOTSTRAP_RESAMPLES
 from leaderboards.tables.board import ANONYMOUS_NAME, Board, none_if_nan
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns, ScoreRecord
 from leaderboards.tables.results import (
@@ -232,18 +233,25 @@ def build_leaderboard_table(
         for dataset in datasets
     )
 
-    # Intervals from the bootstrap resamples (``leaderboards.intervals``), the same for
-    # every sort and page of this weighting: ``remember`` may keep them.
+    # Intervals from the bootstrap resamples (``leaderboards.intervals``): every model's
+    # when the page is sorted by them (``remember`` may keep those for other pages of this
+    # weighting), else only the page's models and their ranked neighbours, once the order
+    # is known.
     weighted = [
         (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
         for dataset in scoring
         if dataset_weights.get(dataset.slug, 0.0) > 0
         and not np.isnan(board.main[:, board.slug_position[dataset.slug]]).all()
     ]
-    intervals = remember(
-        lambda: _board_intervals(board, weighted, averages, metric_inputs, main_metric, result)
-    )
-    ci_lows = intervals.lows
+
+    def intervals_of(rows: Sequence[int] | None) -> BoardIntervals:
+        return _board_intervals(board, weighted, averages, metric_inputs, main_metric, result, rows)
+
+    intervals: BoardIntervals | None = None
+    ci_lows = np.full(len(keys), np.nan)
+    if sort.removeprefix("-") == "ci":
+        intervals = remember(lambda: intervals_of(None))
+        ci_lows = intervals.lows
 
     # Order every model (arrays), then build rows for the page only.
     required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
@@ -287,6 +295,9 @@ def build_leaderboard_table(
         notes.append(f"There are only {page_count} page(s): showing the last one.")
         page = page_count
     start = (page - 1) * page_size
+    page_rows = order[start : start + page_size]
+    if intervals is None:
+        intervals = intervals_of(page_rows)
     shown_names = [spec.name for spec in shown_specs]
     rows = tuple(
         _row(
@@ -302,7 +313,7 @@ def build_leaderboard_table(
             _comparison(board, index, intervals),
             bool(file_rows[index]),
         )
-        for index in order[start : start + page_size]
+        for index in page_rows
     )
 
     trend_rounds, trends = trends_of_top_models(result, scoring, board)
@@ -392,35 +403,36 @@ def _board_intervals(
     metric_inputs: Sequence[MetricInput],
     main_metric: str,
     result: DynascoreArrays | None,
+    rows: Sequence[int] | None = None,
 ) -> BoardIntervals:
-    """Return the intervals of every model of ``board`` (``leaderboards.intervals``).
+    """Return the intervals of the models at ``rows`` of ``board`` (None: every model).
 
     The main metric's aggregate per resample over the ``weighted`` (position, weight)
-    datasets, as in the average; the Dynascore per resample; for each pair of neighbours in
-    the ranking, the share of resamples in which the upper one is ahead.
+    datasets, as in the average, and its interval; the Dynascore's interval; for each of
+    those models that is ranked, the share of resamples in which it is ahead of the next
+    ranked model (``leaderboards.intervals``). Other models' entries are NaN / absent.
     """
-    main_resamples = aggregate_resamples(
-        board.resamples[:, [position for position, _ in weighted], :],
+    count = len(board.keys)
+    ranked = result.order[: result.complete_count] if result is not None else np.array([], int)
+    next_of = dict(zip(ranked.tolist(), ranked[1:].tolist(), strict=False))
+    wanted = np.arange(count) if rows is None else np.asarray(list(rows), dtype=np.int64)
+    # The pairs to compare: each wanted ranked model with the next one down.
+    pairs = [(upper, next_of[upper]) for upper in wanted.tolist() if upper in next_of]
+    needed = np.union1d(wanted, [lower for _, lower in pairs]).astype(np.int64)
+    main_resamples = np.full((count, BOOTSTRAP_RESAMPLES), np.nan)
+    main_resamples[needed] = aggregate_resamples(
+        board.resamples_of(needed, [position for position, _ in weighted]),
         [weight for _, weight in weighted],
     )
-    lows, highs = interval_bounds(main_resamples)
-    dynascore_lows = dynascore_highs = np.full(len(board.keys), np.nan)
+    lows = np.full(count, np.nan)
+    highs = np.full(count, np.nan)
+    lows[needed], highs[needed] = interval_bounds(main_resamples[needed])
+    dynascore_lows = dynascore_highs = np.full(count, np.nan)
     confidence: dict[int, tuple[PairConfidence, PairConfidence]] = {}
-    next_of: dict[int, int] = {}
     if result is not None and result.complete_count:
-        ranked = result.order[: result.complete_count].tolist()
-        scores_resampled = dynascore_resamples(
-            board.keys,
-            averages[:, [board.metric_position[item.name] for item in metric_inputs]],
-            metric_inputs,
-            main_metric=main_metric,
-            main_resamples=main_resamples,
-        )
-        dynascore_lows, dynascore_highs = interval_bounds(scores_resampled)
-        on_main = neighbour_confidence(ranked, main_resamples)
-        on_dynascore = neighbour_confidence(ranked, scores_resampled)
-        confidence = {index: (on_main[index], on_dynascore[index]) for index in on_main}
-        next_of = dict(zip(ranked, ranked[1:], strict=False))
+        main_input = next(item for item in metric_inputs if item.name == main_metric)
+        dynascore_lows, dynascore_highs = shifted_bounds(result, main_input, lows, highs)
+        confidence = pair_confidence_both(pairs, main_resamples, result, main_input)
     return BoardIntervals(lows, highs, dynascore_lows, dynascore_highs, next_of, confidence)
 
 
@@ -450,12 +462,10 @@ def _offset(spec: Any, averages: np.ndarray, memory: float) -> float:
         return float(memory)
     resolution, relative = _resolution(spec)
     # The largest value at the metric's resolution: the slowest model saves exactly 0.
-    values = [
-        quantize_to_resolution(value, resolution, relative=relative)
-        for value in averages.tolist()
-        if value == value
-    ]
-    return max(values) if values else 0.0
+    # Rounding to the resolution keeps the order, so the largest value is rounded alone.
+    if np.isnan(averages).all():
+        return 0.0
+    return quantize_to_resolution(float(np.nanmax(averages)), resolution, relative=relative)
 
 
 def _predictions_file_rows(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from leaderboards.dynascore import MetricInput, compute_dynascores
+from leaderboards.dynascore import MetricInput, compute_dynascore_arrays, compute_dynascores
 from leaderboards.intervals import (
     TIE_BELOW,
     PairConfidence,
@@ -14,6 +14,9 @@ from leaderboards.intervals import (
     dynascore_resamples,
     interval_bounds,
     neighbour_confidence,
+    neighbour_confidence_both,
+    shifted_bounds,
+    shifted_dynascores,
 )
 from leaderboards.scoring import (
     BOOTSTRAP_RESAMPLES,
@@ -170,7 +173,7 @@ def test_neighbour_confidence_follows_the_ranking_and_knows_no_share_without_res
     assert confidence[0].is_tie is None
 
 
-def test_the_dynascore_per_resample_is_the_reference_dynascore_of_that_resample():
+def test_the_dynascore_per_resample_moves_only_the_main_metrics_part():
     rng = np.random.default_rng(9)
     models = [f"m{index}" for index in range(5)]
     metrics = [
@@ -186,22 +189,30 @@ def test_the_dynascore_per_resample_is_the_reference_dynascore_of_that_resample(
         models, values, metrics, main_metric="acc", main_resamples=main_resamples
     )
     assert scores.shape == (5, BOOTSTRAP_RESAMPLES)
-    for column in (0, 17, 999):
-        table = {
-            model: {
-                "acc": float(main_resamples[index, column]),
-                "throughput": float(values[index, 1]),
-                "latency": float(values[index, 2]),
-            }
-            for index, model in enumerate(models)
-        }
-        reference = compute_dynascores(table, metrics, main_metric="acc").dynascores
-        assert scores[:, column].tolist() == [reference[model] for model in models]
-    np.testing.assert_array_equal(
-        scores,
-        dynascore_resamples(
-            models, values, metrics, main_metric="acc", main_resamples=main_resamples
-        ),
+    point = compute_dynascores(
+        {
+            model: {"acc": row[0], "throughput": row[1], "latency": row[2]}
+            for model, row in zip(models, values.tolist(), strict=True)
+        },
+        metrics,
+        main_metric="acc",
+    )
+    parts = {score.model: score.contributions for score in point.ranking}
+    for index, model in enumerate(models):
+        others = sum(value for name, value in parts[model].items() if name != "acc")
+        np.testing.assert_allclose(
+            scores[index], others + 4.0 / 6.0 * main_resamples[index], rtol=1e-12
+        )
+    # With the point values in every resample, every resample gives the point Dynascore.
+    steady = dynascore_resamples(
+        models,
+        values,
+        metrics,
+        main_metric="acc",
+        main_resamples=np.repeat(values[:, :1], 3, axis=1),
+    )
+    np.testing.assert_allclose(
+        steady, np.repeat([[point.dynascores[model]] for model in models], 3, axis=1)
     )
 
 
@@ -227,6 +238,68 @@ def test_a_model_without_resamples_keeps_its_value_in_every_dynascore_and_gets_n
         main_metric="acc",
     ).dynascores
     assert np.isnan(scores[1]).all()
-    assert (scores[0] == point["a"]).all() and (scores[2] == point["c"]).all()
+    np.testing.assert_allclose(scores[0], point["a"], rtol=1e-12)
+    np.testing.assert_allclose(scores[2], point["c"], rtol=1e-12)
     lows, highs = interval_bounds(scores)
-    assert np.isnan(lows[1]) and lows[0] == highs[0] == point["a"]
+    assert np.isnan(lows[1])
+    assert lows[0] == pytest.approx(point["a"], rel=1e-12) == highs[0]
+
+
+@pytest.mark.parametrize("direction", ["higher", "lower"])
+def test_the_dynascore_bounds_are_the_percentiles_of_its_resamples(direction):
+    rng = np.random.default_rng(4)
+    models = [f"m{index}" for index in range(6)]
+    metrics = [
+        MetricInput(
+            "err" if direction == "lower" else "acc",
+            direction=direction,
+            weight=3.0,
+            offset=100.0 if direction == "lower" else 0.0,
+        ),
+        MetricInput("speed", weight=1.0),
+    ]
+    main = metrics[0].name
+    values = np.column_stack([rng.uniform(20, 80, 6), rng.uniform(5, 50, 6)])
+    values[2, 1] = np.nan  # incomplete: no interval
+    main_resamples = values[:, :1] + rng.normal(0, 3, (6, BOOTSTRAP_RESAMPLES))
+    point = compute_dynascore_arrays(models, values, metrics, main_metric=main)
+    lows, highs = interval_bounds(main_resamples)
+    expected = interval_bounds(shifted_dynascores(point, metrics[0], main_resamples))
+    got = shifted_bounds(point, metrics[0], lows, highs)
+    for one, other in zip(got, expected, strict=True):
+        np.testing.assert_allclose(one, other, rtol=1e-12, equal_nan=True)
+    assert np.isnan(got[0][2]) and np.isfinite(np.delete(got[0], 2)).all()
+    assert (got[0] <= got[1])[np.isfinite(got[0])].all()
+
+
+@pytest.mark.parametrize(
+    ("direction", "resolution"), [("higher", 0.0), ("lower", 0.0), ("higher", 0.5)]
+)
+def test_both_confidences_at_once_equal_each_computed_from_its_resamples(direction, resolution):
+    rng = np.random.default_rng(11)
+    models = [f"m{index}" for index in range(8)]
+    main = MetricInput(
+        "score",
+        direction=direction,
+        weight=2.0,
+        offset=100.0 if direction == "lower" else 0.0,
+        resolution=resolution,
+    )
+    metrics = [main, MetricInput("speed", weight=1.0)]
+    values = np.column_stack([rng.uniform(40, 60, 8), rng.uniform(5, 50, 8)])
+    main_resamples = values[:, :1] + rng.normal(0, 4, (8, 200))
+    main_resamples[5] = np.nan  # no resamples: its pairs have no share
+    main_resamples[:, :3] = np.round(main_resamples[:, :3])  # some equal values: draws
+    point = compute_dynascore_arrays(models, values, metrics, main_metric="score")
+    order = point.order[: point.complete_count].tolist()
+    both = neighbour_confidence_both(order, main_resamples, point, main)
+    on_main = neighbour_confidence(order, main_resamples)
+    on_dynascore = neighbour_confidence(order, shifted_dynascores(point, main, main_resamples))
+    assert set(both) == set(on_main) == set(order[:-1])
+    for index, (first, second) in both.items():
+        assert first.share == on_main[index].share
+        if on_dynascore[index].share is None:
+            assert second.share is None
+        else:
+            assert second.share == pytest.approx(on_dynascore[index].share, abs=0.011)
+    assert any(pair.share is None for pair, _ in both.values())

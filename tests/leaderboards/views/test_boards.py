@@ -188,15 +188,15 @@ def test_empty_board_and_hidden_task(client, task, owner):
 
 
 # Anonymous visitor, nothing cached, the task's score cube current. Page: task, task owners
-# (prefetch), datasets, data version, score cube, forks, snapshots. JSON and the htmx table:
-# no forks, snapshots.
-PAGE_QUERIES = 7
+# (prefetch), datasets, data version, score cube, the page rows' bootstrap resamples, forks,
+# snapshots. JSON and the htmx table: no forks, snapshots.
+PAGE_QUERIES = 8
 
 
-JSON_QUERIES = 5
+JSON_QUERIES = 6
 
 
-PARTIAL_QUERIES = 5
+PARTIAL_QUERIES = 6
 
 
 # The cube out of date (new scores): models, scores and the cube's upsert, in a savepoint
@@ -204,8 +204,8 @@ PARTIAL_QUERIES = 5
 STALE_EXTRA = 5
 
 
-# The same page of the same data again: the cube is not read.
-CACHED_SAVING = 1
+# The same page of the same data again: neither the cube nor the resamples are read.
+CACHED_SAVING = 2
 
 
 # A signed-in visitor adds the user (the session is read from the cache: ``cached_db``).
