@@ -158,3 +158,13 @@ def assert_same_cube(first, second) -> None:
             assert np.array_equal(value, other, equal_nan=value.dtype.kind == "f"), name
         else:
             assert value == other, name
+
+
+def endpoint(f1, speed, latency, memory):
+    """The metrics of an evaluated endpoint: its main metric and its three job metrics."""
+    return {
+        MAIN: f1,
+        "examples_per_second": speed,
+        "latency_p95_ms": latency,
+        "memory_utilization": memory,
+    }

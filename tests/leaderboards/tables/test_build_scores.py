@@ -11,7 +11,7 @@ from leaderboards.tables.query import default_weights
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreRecord
 from leaderboards.tables.results import LeaderboardWeights
 from tasks.config import parse_task_config
-from tests.leaderboards.boardkit import MAIN
+from tests.leaderboards.boardkit import MAIN, endpoint
 
 SENTIMENT = (Path(__file__).resolve().parents[3] / "tasks/demo_data/sentiment.yaml").read_text()
 DATASETS = [DatasetRecord("only", "Only", "scoring", 1, 1.0)]
@@ -43,15 +43,6 @@ def table(models: dict[str, dict], *, specs=None, weights=None):
         scores=scores,
         weights=weights or default_weights(specs, DATASETS),
     )
-
-
-def endpoint(f1, speed, latency, memory):
-    return {
-        MAIN: f1,
-        "examples_per_second": speed,
-        "latency_p95_ms": latency,
-        "memory_utilization": memory,
-    }
 
 
 def test_memory_within_its_resolution_no_longer_decides_the_order():

@@ -8,16 +8,7 @@ import html as html_lib
 import pytest
 
 from tests.factories import DatasetFactory, TaskFactory, demo_config
-from tests.leaderboards.boardkit import MAIN, scored, url
-
-
-def endpoint(f1, speed, latency, memory):
-    return {
-        MAIN: f1,
-        "examples_per_second": speed,
-        "latency_p95_ms": latency,
-        "memory_utilization": memory,
-    }
+from tests.leaderboards.boardkit import MAIN, endpoint, scored, url
 
 
 @pytest.fixture
