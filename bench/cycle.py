@@ -2,7 +2,7 @@
 """CPU per submission cycle, one cycle at a time: the web side in this process, every other
 process by its own CPU time.
 
-    .venv/bin/python bench/cycle.py [--n 150] [--rounds 3] [--json]
+    .venv/bin/python bench/cycle.py [--n 150] [--rounds 3] [--json] [--profile FILE]
 
 A cycle is what a crowdworker does in the load test: open the create page, submit an example
 (the page waits for the live model's answer), and every third cycle open the validate page
@@ -15,6 +15,10 @@ cycle of this process (``web``), of the database backends serving this database 
 and of the processes this script started (``rq``, ``cron``, ``redis``). Between rounds the
 script waits three seconds so that the flush and the drain finish what a round left.
 
+``--profile FILE`` profiles the web cycles of the measured rounds (not the warm-up) by this
+process's CPU time (``time.process_time``), so other work on the machine does not show, and
+writes the ``pstats`` dump to FILE (read it with ``python -m pstats FILE``).
+
 Run it from two checkouts one after the other to compare two commits (copy this script into
 an older checkout: it uses only ``bench/harness.py``'s helpers that older commits have).
 """
@@ -22,6 +26,7 @@ an older checkout: it uses only ``bench/harness.py``'s helpers that older commit
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import re
@@ -97,7 +102,7 @@ def cycles(code: str, writer, validator, n: int) -> float:
     return (time.process_time() - started) * 1000 / n
 
 
-def measure(code: str, database_name: str, n: int, rounds: int) -> dict:
+def measure(code: str, database_name: str, n: int, rounds: int, profile_path=None) -> dict:
     import django
 
     django.setup()
@@ -111,16 +116,23 @@ def measure(code: str, database_name: str, n: int, rounds: int) -> dict:
         clients.append(client)
     cycles(code, *clients, 30)  # warm-up
     time.sleep(3)
+    profiler = cProfile.Profile(time.process_time) if profile_path else None
     results = []
     for _ in range(rounds):
         before = process_cpu(database_name)
+        if profiler is not None:
+            profiler.enable()
         web = cycles(code, *clients, n)
+        if profiler is not None:
+            profiler.disable()
         time.sleep(3)
         after = process_cpu(database_name)
         row = {"web": round(web, 3)}
         row.update({name: round((after[name] - before[name]) * 1000 / n, 3) for name in after})
         row["total"] = round(sum(row.values()), 3)
         results.append(row)
+    if profiler is not None:
+        profiler.dump_stats(profile_path)
     return {
         "n": n,
         "rounds": results,
@@ -133,6 +145,9 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=150, help="cycles per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
+    parser.add_argument(
+        "--profile", metavar="FILE", help="profile the web cycles by CPU time into FILE (pstats)"
+    )
     options = parser.parse_args()
     database = harness.ThrowawayDatabase("dynatask_bench_cycle")
     processes = harness.Processes()
@@ -153,7 +168,7 @@ def main() -> int:
         os.environ["MODELS_HUB_ALLOWED_HOSTS"] = env["MODELS_HUB_ALLOWED_HOSTS"]
         os.environ["DB_CONN_MAX_AGE"] = env["DB_CONN_MAX_AGE"]
         os.environ["ALLOWED_HOSTS"] = "testserver"
-        result = measure(seeded["task"], database.name, options.n, options.rounds)
+        result = measure(seeded["task"], database.name, options.n, options.rounds, options.profile)
     finally:
         from django.db import connections
 

@@ -133,6 +133,35 @@ def test_the_progress_line_counts_todays_examples(client, worker, sentiment_mode
     assert 'data-written="2"' in open_form(client, "sentiment")["html"]
 
 
+def test_the_progress_line_follows_a_retraction_and_a_verdict(client, worker, sentiment_model):
+    """The line follows the writes at once: a retraction takes the example out of it; a
+    validator's verdict counts on the validate page."""
+    client.force_login(worker)
+    open_form(client, "sentiment")
+    submit(client, "sentiment", statement=POSITIVE, label="negative")
+    run_jobs()
+    assert 'data-written="1" data-fooled="1"' in open_form(client, "sentiment")["html"]
+    example = Example.objects.get()
+    client.post(f"/tasks/sentiment/examples/{example.pk}/retract")
+    assert 'data-written="0" data-fooled="0"' in open_form(client, "sentiment")["html"]
+    submit(client, "sentiment", statement="The food was fine.", label="neutral")
+    run_jobs()
+    assert 'data-written="1"' in open_form(client, "sentiment")["html"]
+    validator = UserFactory(username="validator")
+    client.force_login(validator)
+    assert 'data-validated="0"' in client.get("/tasks/sentiment/validate").content.decode()
+    offered = Example.objects.get(retracted=False)
+    client.post(
+        "/tasks/sentiment/validate",
+        {
+            "example_id": offered.pk,
+            "label": "correct",
+            "config_version": offered.config_version_id,
+        },
+    )
+    assert 'data-validated="1"' in client.get("/tasks/sentiment/validate").content.decode()
+
+
 def test_a_campaign_worker_sees_the_quota(client, sentiment_model, owner):
     campaign = CampaignFactory(task=sentiment_model.task, quota=10, created_by=owner)
     member = CampaignWorkerFactory(campaign=campaign)
