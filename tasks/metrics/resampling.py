@@ -5,7 +5,7 @@ Contract:
 * A resample is ``n`` example indices drawn with replacement. ``resample_indices`` draws
   the ``(n_resamples, n)`` index matrix from ``numpy.random.default_rng(seed)`` (``seed``
   an int or a sequence of ints, e.g. ``(0, dataset id)``), in batches of whole rows that
-  keep the int64 matrix near 16 MB; the batches are the rows of one matrix, so the same
+  keep the int64 matrix near 4 MB; the batches are the rows of one matrix, so the same
   size and seed always give the same resamples, whatever the batch size.
 * ``resampled_statistics`` turns each resample into its summed statistics rows in one
   pass per batch: the count of each example (or of each distinct (prediction, gold) pair,
@@ -32,8 +32,9 @@ from tasks.metrics.registry import get_metric
 
 DEFAULT_RESAMPLES = 1000
 Seed = int | Sequence[int]
-# Bound the index matrix of one batch of resamples (about 16 MB of int64).
-_MAX_INDICES_PER_BATCH = 2_000_000
+# Bound the index matrix of one batch of resamples (about 4 MB of int64; with the counts
+# and the shifted copy an evaluation worker peaks a few times that).
+_MAX_INDICES_PER_BATCH = 500_000
 
 
 def _check_parameters(n_resamples: int, confidence: float) -> None:
