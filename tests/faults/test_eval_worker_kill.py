@@ -88,9 +88,12 @@ def test_eval_worker_killed_mid_run_recovers_and_scores_like_an_uninterrupted_ru
             workers.append(first)
 
             def mid_run():
+                # A later shard has just started: an earlier one is stored, and the running
+                # one has written no progress yet (it writes every EVAL_PROGRESS_SECONDS, so
+                # a shard with progress may be about to end).
                 stored = Prediction.objects.filter(run=run).count()
-                running = run.shards.filter(status=RunStatus.RUNNING).exists()
-                return 0 < stored < EXAMPLES - SHARD_SIZE and running
+                fresh = run.shards.filter(status=RunStatus.RUNNING, done=0).exists()
+                return 0 < stored < EXAMPLES - SHARD_SIZE and fresh
 
             wait_for(mid_run, 60, "some predictions of a running run", log_path)
             time.sleep(0.2)  # into the shard (~1 s of model calls), not at its edge
