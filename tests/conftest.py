@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from models_hub.demo.catalog import DEMO_MODELS, SERVED
+from models_hub.server import load_handler, make_server
 from tests.factories import ContextFactory, TaskFactory, UserFactory
 
 
@@ -52,3 +54,19 @@ def redis_connection():
     connection.flushdb()
     yield connection
     connection.flushdb()
+
+
+@pytest.fixture
+def demo_servers():
+    """Every served demo model of the catalog on a loopback port of its own."""
+    servers = {
+        model.key: make_server(load_handler(model.handler, **model.kwargs), "127.0.0.1", 0)
+        for model in DEMO_MODELS
+        if model.kind == SERVED
+    }
+    for server in servers.values():
+        server.start_in_thread()
+    yield {key: server.url for key, server in servers.items()}
+    for server in servers.values():
+        server.shutdown()
+        server.server_close()

