@@ -192,17 +192,6 @@ def neighbour_confidence(order: Sequence[int], resamples: np.ndarray) -> dict[in
     return _pair_confidence(uppers, values[uppers] - values[lowers])
 
 
-def neighbour_confidence_both(
-    order: Sequence[int],
-    main_resamples: np.ndarray,
-    point: DynascoreArrays,
-    main: MetricInput,
-) -> dict[int, tuple[PairConfidence, PairConfidence]]:
-    """Return ``pair_confidence_both`` for each model of ``order`` but the last and the next."""
-    pairs = list(zip(order, list(order)[1:], strict=False))
-    return pair_confidence_both(pairs, main_resamples, point, main)
-
-
 def pair_confidence_both(
     pairs: Sequence[tuple[int, int]],
     main_resamples: np.ndarray,

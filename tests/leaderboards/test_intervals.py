@@ -14,7 +14,7 @@ from leaderboards.intervals import (
     dynascore_resamples,
     interval_bounds,
     neighbour_confidence,
-    neighbour_confidence_both,
+    pair_confidence_both,
     shifted_bounds,
     shifted_dynascores,
 )
@@ -292,7 +292,8 @@ def test_both_confidences_at_once_equal_each_computed_from_its_resamples(directi
     main_resamples[:, :3] = np.round(main_resamples[:, :3])  # some equal values: draws
     point = compute_dynascore_arrays(models, values, metrics, main_metric="score")
     order = point.order[: point.complete_count].tolist()
-    both = neighbour_confidence_both(order, main_resamples, point, main)
+    pairs = list(zip(order, order[1:], strict=False))
+    both = pair_confidence_both(pairs, main_resamples, point, main)
     on_main = neighbour_confidence(order, main_resamples)
     on_dynascore = neighbour_confidence(order, shifted_dynascores(point, main, main_resamples))
     assert set(both) == set(on_main) == set(order[:-1])
