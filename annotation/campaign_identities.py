@@ -10,7 +10,9 @@ first visits at once exactly one binds.
 
 Signed worker links: a campaign may require every link to carry ``worker_sig``, a signature
 of (campaign token, worker id) made with ``django.core.signing`` under its own salt. A link
-without it, or with one made for another id or campaign, is refused. Binding still applies.
+without it, or with one made for another id or campaign, is refused. The id and the
+signature are compared as separate values (never joined into one signed string, which a
+separator inside the id could split elsewhere). Binding still applies.
 """
 
 from __future__ import annotations
@@ -171,8 +173,7 @@ def _signed_value(campaign: Campaign, external_id: str) -> str:
 
 def campaign_worker_signature(campaign: Campaign, external_id: str) -> str:
     """Return the signature of (campaign, worker id) that a signed worker link carries."""
-    signer = _worker_signer()
-    return signer.sign(_signed_value(campaign, external_id)).rsplit(signer.sep, 1)[1]
+    return _worker_signer().signature(_signed_value(campaign, external_id))
 
 
 def campaign_worker_check_signature(
@@ -188,15 +189,16 @@ def campaign_worker_check_signature(
             "crowd platform gave you, unchanged.",
             code="campaign.unsigned_worker_link",
         )
-    signer = _worker_signer()
-    try:
-        signer.unsign(f"{_signed_value(campaign, external_id)}{signer.sep}{signature}")
-    except signing.BadSignature:
+    # The worker id and the signature are checked as two values: joined into one signed
+    # string, a link for "alice" carrying "smith:" + the signature of "alice:smith" would
+    # pass, since the signer splits at its last separator.
+    expected = campaign_worker_signature(campaign, external_id)
+    if not hmac.compare_digest(signature.encode(), expected.encode()):
         raise BadWorkerSignature(
             f"The {WORKER_SIGNATURE_PARAM} of this link was not made for the worker id "
             f"{external_id} in this campaign. Open the link the crowd platform gave you, "
             "unchanged."
-        ) from None
+        )
 
 
 def campaign_worker_link_path(campaign: Campaign, external_id: str) -> str:

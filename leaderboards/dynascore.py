@@ -20,11 +20,18 @@ Contract, for metrics ``i`` with user weights ``w_i`` and a main metric ``perf``
    ``offset - x`` for "lower" metrics (latency or memory: memory *saved* is the instance
    memory minus the memory used; the caller passes the offset, e.g. the instance memory
    or the largest value observed).
-3. The complete models are sorted by the converted main metric (ties by model name).
-4. ``AMRS_i = mean over consecutive pairs (a, b) of |x_i(b) - x_i(a)| / |perf(b) - perf(a)|``,
-   skipping pairs with ``|perf(b) - perf(a)| < epsilon`` (1e-4; Dynabench's own code scales
-   this cut-off by the largest perf value, we keep it absolute as the paper states it).
-   ``AMRS_perf = 1`` by definition.
+3. The complete models are sorted by the converted main metric and *pooled*: models
+   whose converted main values differ by less than ``epsilon`` (or not at all) are one
+   *level* (a chain: each value within ``epsilon`` of the next). A level stands for its
+   models by the mean of each of their values (``pooled_levels``); a level of one model
+   is that model. So tied models are one point of the curve, whatever their ids or names,
+   and two levels are always at least ``epsilon`` apart on the main metric.
+4. ``AMRS_i = mean over consecutive levels (a, b) of |x_i(b) - x_i(a)| / |perf(b) - perf(a)|``
+   (levels of the models that have metric ``i``). ``epsilon`` defaults to 1e-4, absolute
+   as the paper states it (Dynabench's own code scales it by the largest perf value); the
+   leaderboard passes the main metric's declared resolution (``MAIN_METRIC_RESOLUTION``).
+   On a board without ties (every gap at least ``epsilon``) each level is one model and
+   this is the paper's formula exactly. ``AMRS_perf = 1`` by definition.
 5. ``dynascore(model) = sum_i (w_i / sum_j w_j) * x_i(model) / AMRS_i``.
 
 A metric whose AMRS is 0 (constant across models, or no usable pair, e.g. with one model)
@@ -193,20 +200,56 @@ def _quantize(metric: MetricInput, value: float) -> float:
     )
 
 
+def pooled_levels(
+    ordered_values: Sequence[tuple[float, float]], *, epsilon: float = DEFAULT_EPSILON
+) -> list[tuple[float, float]]:
+    """Return the ``(perf, metric)`` levels of ``(perf, metric)`` pairs sorted by perf.
+
+    Consecutive pairs whose perf differs by less than ``epsilon`` (or not at all) form one
+    level, which stands for them by their means (``_mean``); a level of one pair is that
+    pair. The result depends on the multiset of pairs only, never on the order of ties.
+    """
+    levels: list[tuple[float, float]] = []
+    start = 0
+    for end in range(1, len(ordered_values) + 1):
+        if end < len(ordered_values):
+            step = ordered_values[end][0] - ordered_values[end - 1][0]
+            if step < epsilon or step == 0:
+                continue
+        members = ordered_values[start:end]
+        levels.append((_mean([p for p, _ in members]), _mean([m for _, m in members])))
+        start = end
+    return levels
+
+
+def _mean(values: Sequence[float]) -> float:
+    """The mean of ``values``; equal values (one, or a tie) are their value itself.
+
+    ``fsum`` is exactly rounded, so the mean does not depend on the order of ``values``;
+    when the sum overflows, each part is divided first.
+    """
+    first = values[0]
+    if all(value == first for value in values):
+        return first
+    count = len(values)
+    try:
+        return math.fsum(values) / count
+    except OverflowError:
+        return math.fsum(value / count for value in values)
+
+
 def average_metric_ratio_scaling(
     ordered_values: Sequence[tuple[float, float]], *, epsilon: float = DEFAULT_EPSILON
 ) -> float:
     """Return the AMRS of a metric from ``(perf, metric)`` pairs sorted by perf.
 
-    The mean over consecutive pairs of ``|delta metric| / |delta perf|``, skipping pairs
-    whose perf differs by less than ``epsilon``; 0.0 when no pair is usable.
+    The mean over consecutive levels (``pooled_levels``: pairs within ``epsilon`` of each
+    other on perf pooled) of ``|delta metric| / |delta perf|``; 0.0 with fewer than two.
     """
+    levels = pooled_levels(ordered_values, epsilon=epsilon)
     ratios = [
         abs(metric_b - metric_a) / abs(perf_b - perf_a)
-        for (perf_a, metric_a), (perf_b, metric_b) in zip(
-            ordered_values, ordered_values[1:], strict=False
-        )
-        if abs(perf_b - perf_a) >= epsilon
+        for (perf_a, metric_a), (perf_b, metric_b) in zip(levels, levels[1:], strict=False)
     ]
     return math.fsum(ratios) / len(ratios) if ratios else 0.0
 
@@ -247,17 +290,13 @@ def compute_dynascores(
         else:
             converted[model] = row
 
-    ordered = sorted(converted, key=lambda model: (converted[model][main_metric], model))
     amrs: dict[str, float] = {}
     for name in by_name:
         if name == main_metric:
             amrs[name] = 1.0
             continue
-        pairs = [
-            (converted[model][main_metric], converted[model][name])
-            for model in ordered
-            if name in converted[model]
-        ]
+        # Sorted by value alone: tied models are pooled, so their order cannot matter.
+        pairs = sorted((row[main_metric], row[name]) for row in converted.values() if name in row)
         amrs[name] = average_metric_ratio_scaling(pairs, epsilon=epsilon)
     non_contributing = tuple(name for name, value in amrs.items() if value == 0)
 
@@ -568,7 +607,7 @@ def compute_dynascore_arrays(
     }
     complete = np.flatnonzero(~incomplete_rows)
 
-    # Complete models by the converted main metric, ties by name.
+    # Complete models by the converted main metric; ties are pooled into levels.
     ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
     perf = converted[ordered, main]
     amrs: dict[str, float] = {}
@@ -577,15 +616,7 @@ def compute_dynascore_arrays(
             amrs[name] = 1.0
             continue
         usable = ~absent[ordered, column]
-        pair_perf = perf[usable]
-        pair_metric = converted[ordered, column][usable]
-        perf_steps = np.abs(pair_perf[1:] - pair_perf[:-1])
-        metric_steps = np.abs(pair_metric[1:] - pair_metric[:-1])
-        kept = perf_steps >= epsilon
-        if kept.any() and not perf_steps[kept].all():
-            raise ZeroDivisionError("float division by zero")  # epsilon 0 and equal perf
-        ratios = (metric_steps[kept] / perf_steps[kept]).tolist()
-        amrs[name] = math.fsum(ratios) / len(ratios) if ratios else 0.0
+        amrs[name] = _amrs_of_sorted(perf[usable], converted[ordered, column][usable], epsilon)
     non_contributing = tuple(name for name, value in amrs.items() if value == 0)
 
     contributing = np.array([amrs[name] > 0 for name in names], dtype=bool)
@@ -626,3 +657,30 @@ def compute_dynascore_arrays(
         normalized_weights=MappingProxyType(normalized_weights),
         non_contributing_metrics=non_contributing,
     )
+
+
+def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> float:
+    """``average_metric_ratio_scaling`` of ``values`` sorted by ``perf`` (arrays), same floats.
+
+    Levels of one model (the usual case) are taken as they are; only pooled levels of
+    several models are averaged in Python, with the reference's ``_mean``.
+    """
+    if perf.size < 2:
+        return 0.0
+    steps = perf[1:] - perf[:-1]
+    starts = np.flatnonzero(np.concatenate(([True], (steps >= epsilon) & (steps != 0))))
+    if starts.size < 2:
+        return 0.0
+    level_perf = perf[starts].copy()
+    level_values = values[starts].copy()
+    sizes = np.diff(np.append(starts, perf.size))
+    for level in np.flatnonzero(sizes > 1).tolist():
+        members = slice(int(starts[level]), int(starts[level] + sizes[level]))
+        # The members sorted by value, as the reference sorts its pairs (``_mean`` is
+        # exactly rounded, so the order only matters for the sign of zero).
+        level_perf[level] = _mean(sorted(perf[members].tolist()))
+        level_values[level] = _mean(sorted(values[members].tolist()))
+    ratios = (
+        np.abs(level_values[1:] - level_values[:-1]) / np.abs(level_perf[1:] - level_perf[:-1])
+    ).tolist()
+    return math.fsum(ratios) / len(ratios)

@@ -16,8 +16,9 @@ model). This module combines them:
 * ``ahead_share``: for two models, the share of resamples in which the first scores
   higher than the second; a resample where both are equal counts as half, so two
   identical models are ahead of each other in 50% of resamples. ``neighbour_confidence``
-  gives it for each pair of neighbours in a ranking; a pair below ``TIE_BELOW`` (95%) is
-  a *statistical tie*.
+  gives it for each pair of neighbours in a ranking. The test is two-sided: a pair is a
+  *statistical tie* when neither model is ahead in ``TIE_BELOW`` (95%) of resamples; when
+  the lower model is ahead in 95% or more, *the next model is ahead*, not a tie.
 
 Arrays: ``resamples`` are models x datasets x resamples (or models x resamples), NaN
 where a value is missing; a missing value makes the result NaN (None in the outputs).
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from leaderboards.dynascore import (
+    DEFAULT_EPSILON,
     HIGHER,
     DynascoreArrays,
     MetricInput,
@@ -39,7 +41,7 @@ from leaderboards.dynascore import (
 from tasks.metrics.jobs import quantize_to_resolution
 
 CONFIDENCE = 0.95
-# A neighbour pair whose upper model is ahead in fewer resamples than this is a tie.
+# A neighbour pair in which neither model is ahead in this share of resamples is a tie.
 TIE_BELOW = 0.95
 
 
@@ -82,6 +84,7 @@ def dynascore_resamples(
     *,
     main_metric: str,
     main_resamples: np.ndarray,
+    epsilon: float = DEFAULT_EPSILON,
 ) -> np.ndarray:
     """Return each model's Dynascore on each resample (models x resamples, NaN: none).
 
@@ -97,7 +100,9 @@ def dynascore_resamples(
     main value, so the interval says how far sampling alone moves the model's own score on
     this board's scale.
     """
-    point = compute_dynascore_arrays(models, values, metrics, main_metric=main_metric)
+    point = compute_dynascore_arrays(
+        models, values, metrics, main_metric=main_metric, epsilon=epsilon
+    )
     main = next(metric for metric in metrics if metric.name == main_metric)
     return shifted_dynascores(point, main, main_resamples)
 
@@ -177,8 +182,19 @@ class PairConfidence:
 
     @property
     def is_tie(self) -> bool | None:
-        """True below ``TIE_BELOW``; None when the share is unknown."""
-        return None if self.share is None else self.share < TIE_BELOW
+        """True when neither model is ahead in ``TIE_BELOW`` of resamples; None if unknown."""
+        if self.share is None:
+            return None
+        return self.share < TIE_BELOW and not self._lower_ahead()
+
+    @property
+    def next_ahead(self) -> bool | None:
+        """True when the lower model is ahead in ``TIE_BELOW`` of resamples; None if unknown."""
+        return None if self.share is None else self._lower_ahead()
+
+    def _lower_ahead(self) -> bool:
+        # The lower model's share is 1 - share (a draw counts half for both).
+        return 1.0 - float(self.share) >= TIE_BELOW  # type: ignore[arg-type]
 
 
 def neighbour_confidence(order: Sequence[int], resamples: np.ndarray) -> dict[int, PairConfidence]:

@@ -265,14 +265,28 @@ class NextComparisonSerializer(serializers.Serializer):
         "metric aggregate beats the next model's (a draw counts half).",
     )
     main_metric_tie = serializers.BooleanField(
-        allow_null=True, help_text="True when that share is below 0.95: a statistical tie."
+        allow_null=True,
+        help_text="True when neither model is ahead on the main metric in 95% of the "
+        "resamples (the share is above 0.05 and below 0.95): a statistical tie.",
+    )
+    main_metric_next_ahead = serializers.BooleanField(
+        allow_null=True,
+        help_text="True when the next model is ahead on the main metric in 95% of the "
+        "resamples or more (the share is 0.05 or less).",
     )
     dynascore_share = serializers.FloatField(
         allow_null=True,
         help_text="Share (0-1) of the resamples in which this model's Dynascore beats the next.",
     )
     dynascore_tie = serializers.BooleanField(
-        allow_null=True, help_text="True when that share is below 0.95: a statistical tie."
+        allow_null=True,
+        help_text="True when neither model is ahead on the Dynascore in 95% of the "
+        "resamples: a statistical tie.",
+    )
+    dynascore_next_ahead = serializers.BooleanField(
+        allow_null=True,
+        help_text="True when the next model is ahead on the Dynascore in 95% of the "
+        "resamples or more.",
     )
 
 
@@ -284,7 +298,10 @@ class LeaderboardRowSerializer(serializers.Serializer):
     anonymous = serializers.BooleanField()
     dynascore = serializers.FloatField(allow_null=True)
     dynascore_ci_low = serializers.FloatField(
-        allow_null=True, help_text="95% bootstrap interval of the Dynascore."
+        allow_null=True,
+        help_text="95% bootstrap interval of the Dynascore (4 decimals). It covers the "
+        "main metric's sampling noise only: the other metrics (robustness, fairness, job "
+        "metrics) and the AMRS keep their point values.",
     )
     dynascore_ci_high = serializers.FloatField(allow_null=True)
     metrics = serializers.DictField(child=serializers.FloatField(allow_null=True))

@@ -240,13 +240,16 @@ def example_unflag(example: Example, actor: Actor) -> Example:
     """Take back one's own flag: ``flag_count`` moves back by the one the flag added.
 
     Under the row lock, so a flag and its undo racing each other count once at most;
-    unflagging an example that is not flagged changes nothing.
+    unflagging an example that is not flagged changes nothing. A settled example keeps its
+    flag (``example.settled``, like every other change of its writer): taking it back would
+    take the example out of the owners' review of flagged examples.
     """
     require_creator(example, actor)
     with transaction.atomic():
         locked = example_locked(example.pk)
         if not locked.creator_flagged:
             return locked
+        require_unsettled(locked)
         locked.creator_flagged = False
         locked.creator_flag_reason = ""
         # The creator's flag is one of the flags counted: the count is at least 1 here.

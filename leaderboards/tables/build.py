@@ -25,6 +25,8 @@ How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard s
   hidden from the table and left out of the Dynascore, instead of making every model
   incomplete. A model missing a metric that some other model has is *incomplete*: it is
   listed below the ranked models with the metrics it misses, never dropped.
+* Models whose main metrics differ by less than ``MAIN_METRIC_RESOLUTION`` (0.1 point)
+  are pooled into one level of the AMRS (the Dynascore's ``epsilon``), whatever their ids.
 * Each metric is compared at the resolution the metric registry declares for it
   (``tasks.metrics.jobs``: throughput 10 %, latency 5 ms, memory 0.1 GB; perf and delta
   metrics exactly): ``MetricInput.resolution``. The latency offset is the largest value
@@ -92,6 +94,14 @@ from leaderboards.tables.summaries import (
 from tasks.metrics.jobs import quantize_to_resolution
 
 DEFAULT_INSTANCE_MEMORY_GB = 16.0
+# The main metric's resolution: perf metrics score 0..100, and models whose main metrics
+# differ by less than a tenth of a point (one example in a thousand) are one level of the
+# AMRS (``leaderboards.dynascore``, step 3), so that a near-duplicate cannot make a rate
+# of exchange out of a difference of 0.01 point. Each model's own score keeps its exact value.
+MAIN_METRIC_RESOLUTION = 0.1
+# Decimals of the interval bounds shown, as ``leaderboards.services.scores`` keeps a Score's
+# point values and per-dataset intervals.
+FIGURE_DIGITS = 4
 ANONYMOUS_OWNER = "anonymous"
 MEMORY_METRIC = "memory_utilization"
 JOB_KIND = "job"
@@ -196,6 +206,7 @@ def build_leaderboard_table(
                 averages[:, [board.metric_position[item.name] for item in metric_inputs]],
                 metric_inputs,
                 main_metric=main_metric,
+                epsilon=MAIN_METRIC_RESOLUTION,
             )
         except DynascoreError as problem:
             error, error_code = problem.message, problem.code
@@ -446,7 +457,18 @@ def _comparison(board: Board, index: int, intervals: BoardIntervals) -> NextComp
         main_tie=on_main.is_tie,
         dynascore_share=on_dynascore.share,
         dynascore_tie=on_dynascore.is_tie,
+        main_next_ahead=on_main.next_ahead,
+        dynascore_next_ahead=on_dynascore.next_ahead,
     )
+
+
+def _figure(value: float) -> float | None:
+    """Return an interval bound as the point values are kept: ``FIGURE_DIGITS`` decimals.
+
+    The bounds come from float32 resamples, so their further digits are noise of the storage.
+    """
+    number = float(value)
+    return None if number != number else round(number, FIGURE_DIGITS)
 
 
 def _resolution(spec: Any) -> tuple[float, bool]:
@@ -548,10 +570,10 @@ def _row(
         is_anonymous=not model.show_identity,
         dynascore=ranked.dynascore if ranked is not None else None,
         metrics={name: values.get(name) for name in shown_metrics},
-        ci_low=none_if_nan(float(intervals.lows[index])),
-        ci_high=none_if_nan(float(intervals.highs[index])),
-        dynascore_ci_low=none_if_nan(float(intervals.dynascore_lows[index])),
-        dynascore_ci_high=none_if_nan(float(intervals.dynascore_highs[index])),
+        ci_low=_figure(intervals.lows[index]),
+        ci_high=_figure(intervals.highs[index]),
+        dynascore_ci_low=_figure(intervals.dynascore_lows[index]),
+        dynascore_ci_high=_figure(intervals.dynascore_highs[index]),
         next_comparison=next_comparison,
         datasets=cells,
         incomplete=bool(missing),

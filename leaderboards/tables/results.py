@@ -178,8 +178,9 @@ class NextComparison:
     """How sure the ranking is that a model is ahead of the next ranked one.
 
     The shares (0..1) of bootstrap resamples in which this model beats the next one on
-    the main metric's aggregate and on the Dynascore (a draw counts half); a share below
-    95% makes the pair a statistical tie. None where a score has no resamples.
+    the main metric's aggregate and on the Dynascore (a draw counts half). The pair is a
+    statistical tie when neither model is ahead in 95% of them; ``*_next_ahead`` when the
+    next model is. None where a score has no resamples.
     """
 
     model_name: str
@@ -187,14 +188,18 @@ class NextComparison:
     main_tie: bool | None
     dynascore_share: float | None
     dynascore_tie: bool | None
+    main_next_ahead: bool | None = None
+    dynascore_next_ahead: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "model": self.model_name,
             "main_metric_share": self.main_share,
             "main_metric_tie": self.main_tie,
+            "main_metric_next_ahead": self.main_next_ahead,
             "dynascore_share": self.dynascore_share,
             "dynascore_tie": self.dynascore_tie,
+            "dynascore_next_ahead": self.dynascore_next_ahead,
         }
 
 
@@ -393,8 +398,10 @@ class LeaderboardTable:
         header += [
             f"{self.main_metric}_ahead_of_next_share",
             f"{self.main_metric}_tie_with_next",
+            f"{self.main_metric}_next_ahead",
             "dynascore_ahead_of_next_share",
             "dynascore_tie_with_next",
+            "dynascore_next_ahead",
         ]
         header += [f"{DATASET_SORT_PREFIX}{dataset.slug}" for dataset in self.datasets]
         header += ["incomplete", "missing_metrics", "partial", "coverage"]
@@ -412,11 +419,13 @@ class LeaderboardTable:
                 [
                     comparison.main_share,
                     comparison.main_tie,
+                    comparison.main_next_ahead,
                     comparison.dynascore_share,
                     comparison.dynascore_tie,
+                    comparison.dynascore_next_ahead,
                 ]
                 if comparison is not None
-                else [None] * 4
+                else [None] * 6
             )
             cells += [row.datasets[dataset.slug].value for dataset in self.datasets]
             cells += [row.incomplete, " ".join(row.missing_metrics)]

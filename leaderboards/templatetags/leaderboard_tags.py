@@ -139,27 +139,49 @@ def _share_text(share) -> str:
     return f"{100 * share:.0f}%"
 
 
+TIE_BADGE = (
+    ' <span class="badge text-bg-secondary" data-tie="1" title="Neither model is ahead in '
+    '95% of resamples: a statistical tie">tie</span>'
+)
+
+
 def _comparison_cell(table, row) -> str:
-    """Return the "ahead of the next model" cell: shares of resamples, ties marked."""
+    """Return the "ahead of the next model" cell: shares of resamples, ties marked.
+
+    Two-sided: a tie when neither model is ahead in 95% of resamples; when the next model
+    is, the cell says so instead.
+    """
     comparison = row.next_comparison
     if comparison is None:
         return '<td class="small text-muted lb-next">—</td>'
     parts = []
-    for label, share, tie in (
-        ("Dynascore", comparison.dynascore_share, comparison.dynascore_tie),
-        (table.main_metric, comparison.main_share, comparison.main_tie),
+    for label, where, share, tie, next_ahead in (
+        (
+            "Dynascore",
+            "the Dynascore",
+            comparison.dynascore_share,
+            comparison.dynascore_tie,
+            comparison.dynascore_next_ahead,
+        ),
+        (
+            table.main_metric,
+            "the main metric",
+            comparison.main_share,
+            comparison.main_tie,
+            comparison.main_next_ahead,
+        ),
     ):
         if share is None:
             continue
-        badge = (
-            ' <span class="badge text-bg-secondary" data-tie="1" title="Ahead in fewer than '
-            '95% of resamples: a statistical tie">tie</span>'
-            if tie
-            else ""
-        )
-        parts.append(
-            f"<div>{escape(label)}: ahead in {escape(_share_text(share))} of resamples{badge}</div>"
-        )
+        text = f"{escape(label)}: ahead in {escape(_share_text(share))} of resamples"
+        if next_ahead:
+            text += (
+                f' <span class="badge text-bg-warning" data-next-ahead="1">the next model is '
+                f"ahead on {where}</span>"
+            )
+        elif tie:
+            text += TIE_BADGE
+        parts.append(f"<div>{text}</div>")
     if not parts:
         return '<td class="small text-muted lb-next">—</td>'
     return f'<td class="small lb-next">{"".join(parts)}</td>'

@@ -595,6 +595,38 @@ def test_a_settled_example_refuses_its_writers_changes_and_keeps_the_stats(
     assert example.validation_state == "correct"
 
 
+@pytest.mark.parametrize("state", ["correct", "incorrect", "flagged"])
+def test_a_writer_cannot_unflag_a_settled_example(client, setup, people, owner, state):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    writer = Actor(user=people["writer"])
+    services.example_flag(example, writer, "the label may be wrong")
+    owner_review_submit(example_id=example.pk, user=owner, label=state)
+    example.refresh_from_db()
+    flags = example.flag_count
+    with pytest.raises(Conflict) as refused:
+        services.example_unflag(example, writer)
+    assert refused.value.code == "example.settled"
+    # Posted anyway, through the page: refused with the reason, and the flag stays.
+    client.force_login(people["writer"])
+    response = client.post(
+        f"/tasks/sentiment/examples/{example.pk}/unflag", headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200 and "settled" in response.content.decode()
+    example.refresh_from_db()
+    assert (example.creator_flagged, example.flag_count) == (True, flags)
+    assert example.creator_flag_reason == "the label may be wrong"
+
+
+def test_a_writer_may_still_unflag_a_pending_example(setup, people):
+    task, context = setup
+    example = make_example(task, context, people["writer"], model_wrong=True)
+    writer = Actor(user=people["writer"])
+    services.example_flag(example, writer)
+    unflagged = services.example_unflag(example, writer)
+    assert (unflagged.creator_flagged, unflagged.flag_count) == (False, 0)
+
+
 def test_the_api_refuses_a_writers_change_to_a_settled_example(setup, people, owner):
     from rest_framework.test import APIClient
 

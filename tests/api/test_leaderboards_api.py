@@ -550,14 +550,28 @@ def test_the_leaderboard_gives_intervals_and_the_confidence_of_each_rank(
         "model": "twin-model",
         "main_metric_share": 0.5,
         "main_metric_tie": True,
+        "main_metric_next_ahead": False,
         "dynascore_share": 0.5,
         "dynascore_tie": True,
+        "dynascore_next_ahead": False,
     }
     assert rows["twin-model"]["ahead_of_next"] == {
         "model": "wrong-model",
         "main_metric_share": 1.0,
         "main_metric_tie": False,
+        "main_metric_next_ahead": False,
         "dynascore_share": 1.0,
         "dynascore_tie": False,
+        "dynascore_next_ahead": False,
     }
     assert rows["wrong-model"]["ahead_of_next"] is None
+
+
+@pytest.mark.django_db
+def test_the_schema_says_which_noise_the_dynascore_interval_covers_and_names_next_ahead(client):
+    schemas = client.get("/api/schema/?format=json").json()["components"]["schemas"]
+    row = schemas["LeaderboardRow"]["properties"]
+    assert "main metric's sampling noise only" in row["dynascore_ci_low"]["description"]
+    comparison = schemas["NextComparison"]["properties"]
+    assert "next model is ahead" in comparison["main_metric_next_ahead"]["description"]
+    assert "neither model is ahead" in comparison["main_metric_tie"]["description"]

@@ -304,3 +304,23 @@ def test_both_confidences_at_once_equal_each_computed_from_its_resamples(directi
         else:
             assert second.share == pytest.approx(on_dynascore[index].share, abs=0.011)
     assert any(pair.share is None for pair, _ in both.values())
+
+
+@pytest.mark.parametrize(
+    ("share", "tie", "next_ahead"),
+    [
+        (1.0, False, False),
+        (0.95, False, False),  # the upper model is ahead in 95%: no tie
+        (0.949, True, False),
+        (0.5, True, False),
+        (0.051, True, False),
+        (0.05, False, True),  # the lower model is ahead in 95%
+        (0.04, False, True),
+        (0.0, False, True),
+        (None, None, None),
+    ],
+)
+def test_a_tie_is_two_sided_and_a_lower_model_ahead_is_said(share, tie, next_ahead):
+    confidence = PairConfidence(share)
+    assert confidence.is_tie is tie
+    assert confidence.next_ahead is next_ahead

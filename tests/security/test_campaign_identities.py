@@ -224,6 +224,20 @@ def test_a_signed_campaign_refuses_tampered_links(signed_campaign, tamper):
     assert not CampaignWorker.objects.exists()
 
 
+def test_the_link_of_an_id_with_a_separator_does_not_open_the_shorter_id(signed_campaign):
+    # The link of "alice:smith" must not open the campaign as "alice" by moving the part
+    # after the signer's separator into the signature.
+    signature = identities.campaign_worker_signature(signed_campaign, "alice:smith")
+    forged = f"smith:{signature}"
+    response = enter(Client(), signed_campaign, "alice", worker_sig=forged)
+    assert response.status_code == 403
+    assert "not made for" in response.content.decode()
+    assert not CampaignWorker.objects.exists()
+    # The genuine link still enters as "alice:smith".
+    assert enter(Client(), signed_campaign, "alice:smith", worker_sig=signature).status_code == 302
+    assert CampaignWorker.objects.get().external_id == "alice:smith"
+
+
 def test_a_valid_signed_link_enters_and_still_binds(signed_campaign):
     link = identities.campaign_worker_link_path(signed_campaign, "PID1")
     assert f"{identities.WORKER_SIGNATURE_PARAM}=" in link

@@ -3,7 +3,9 @@
 Input: ``{"metrics": [{"name", "direction", "offset", "weight"}], "models": {"name":
 {"metric": value}}}``; the first metric is the main one unless one says ``"main": true``.
 A metric may add ``"resolution"`` (and ``"relative_resolution": true``) to be compared at
-that resolution; without it values are exact, as the reference vectors are.
+that resolution; without it values are exact, as the reference vectors are. An optional
+top-level ``"epsilon"`` (default 1e-4) is how close two main values must be to be pooled
+into one level of the AMRS (the leaderboard uses 0.1 point; see docs/leaderboard.md).
 Output: ``{"name": dynascore}`` as JSON, ranked; an incomplete model maps to null.
 """
 
@@ -14,7 +16,13 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboards.dynascore import HIGHER, DynascoreError, MetricInput, compute_dynascores
+from leaderboards.dynascore import (
+    DEFAULT_EPSILON,
+    HIGHER,
+    DynascoreError,
+    MetricInput,
+    compute_dynascores,
+)
 
 
 class Command(BaseCommand):
@@ -31,8 +39,9 @@ class Command(BaseCommand):
         except (ValueError, UnicodeDecodeError) as error:
             raise CommandError(f"{file} is not valid JSON: {error}") from None
         metrics, main_metric, models = _parse(document)
+        epsilon = document.get("epsilon", DEFAULT_EPSILON)
         try:
-            result = compute_dynascores(models, metrics, main_metric=main_metric)
+            result = compute_dynascores(models, metrics, main_metric=main_metric, epsilon=epsilon)
         except DynascoreError as error:
             raise CommandError(str(error)) from None
         ranked = {score.model: score.dynascore for score in result.ranking}

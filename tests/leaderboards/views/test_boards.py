@@ -67,6 +67,10 @@ def test_page_shows_intervals_rank_confidence_ties_and_how_they_are_computed(cli
     assert "Dynascore: ahead in 50% of resamples" in html
     assert f"{MAIN}: ahead in 100% of resamples" in html
     assert html.count('data-tie="1"') == 2  # the twins, on the Dynascore and on macro_f1
+    # The Dynascore's interval says plainly which noise it covers.
+    assert f"The Dynascore&#x27;s CI covers the sampling noise of {MAIN} only" in html or (
+        f"The Dynascore's CI covers the sampling noise of {MAIN} only" in html
+    )
     table = table_for(close_board)
     top = table.rows[0]
     assert f"{top.ci_low:,.1f}–{top.ci_high:,.1f}" in html
@@ -88,11 +92,75 @@ def test_json_and_csv_carry_the_intervals_and_rank_confidence(client, close_boar
     header, *rows = list(csv.reader(io.StringIO(content)))
     columns = [dict(zip(header, row, strict=True)) for row in rows]
     assert columns[0]["dynascore_tie_with_next"] == "True"
+    assert columns[0]["dynascore_next_ahead"] == "False"
     assert columns[0][f"{MAIN}_ahead_of_next_share"] == "0.5"
     assert columns[1][f"{MAIN}_tie_with_next"] == "False"
     assert columns[1]["dynascore_ahead_of_next_share"] == "1.0"
     assert columns[2]["dynascore_tie_with_next"] == ""
     assert float(columns[0]["dynascore_ci_low"]) == pytest.approx(first["dynascore_ci_low"])
+
+
+@pytest.mark.django_db
+def test_interval_bounds_are_rounded_as_the_point_values_are(client, board):
+    # The resamples are float32: their bounds must not carry its digits (70.51523818969727).
+    rows = client.get(url("task_json", board.code)).json()["rows"]
+    bounds = [
+        row[name]
+        for row in rows
+        for name in ("ci_low", "ci_high", "dynascore_ci_low", "dynascore_ci_high")
+    ]
+    assert bounds and None not in bounds
+    assert all(bound == round(bound, 4) for bound in bounds)
+    assert any(bound != round(bound, 2) for bound in bounds)  # rounded, not truncated away
+
+
+@pytest.fixture
+def fast_but_worse_board(task):
+    """A fast model 10 points below a slow one on every resample (the same noise)."""
+    dataset = DatasetFactory(task=task, slug="alpha", name="Alpha")
+
+    def metrics(index, dataset):
+        return {
+            MAIN: 70.0 if index == 0 else 80.0,
+            "examples_per_second": 100.0 if index == 0 else 10.0,
+            "latency_p95_ms": 100.0,
+            "memory_utilization": 2.0,
+        }
+
+    make_models(task, 2, [dataset], metrics_of=metrics)
+    return task
+
+
+# Throughput weighs more than the main metric: the fast model ranks first on the Dynascore.
+SPEED_FIRST = f"w_{MAIN}=1&w_examples_per_second=5"
+
+
+@pytest.mark.django_db
+def test_a_row_whose_next_model_is_ahead_on_the_main_metric_says_so_and_is_no_tie(
+    client, fast_but_worse_board
+):
+    code = fast_but_worse_board.code
+    data = client.get(f"{url('task_json', code)}?{SPEED_FIRST}").json()
+    first = data["rows"][0]
+    assert first["model"] == "model-0000"
+    # The next model is ahead on the main metric in every resample: not a tie.
+    assert first["ahead_of_next"]["main_metric_share"] == 0.0
+    assert first["ahead_of_next"]["main_metric_tie"] is False
+    assert first["ahead_of_next"]["main_metric_next_ahead"] is True
+    assert first["ahead_of_next"]["dynascore_share"] == 1.0
+    assert first["ahead_of_next"]["dynascore_tie"] is False
+    assert first["ahead_of_next"]["dynascore_next_ahead"] is False
+
+    html = client.get(f"{url('task', code)}?{SPEED_FIRST}").content.decode()
+    assert "the next model is ahead on the main metric" in html
+    assert 'data-tie="1"' not in html
+
+    content = client.get(f"{url('task_csv', code)}?{SPEED_FIRST}").content.decode()
+    header, *rows = list(csv.reader(io.StringIO(content)))
+    row = dict(zip(header, rows[0], strict=True))
+    assert row[f"{MAIN}_tie_with_next"] == "False"
+    assert row[f"{MAIN}_next_ahead"] == "True"
+    assert row["dynascore_next_ahead"] == "False"
 
 
 @pytest.mark.django_db
