@@ -276,3 +276,30 @@ class HFHandler(JSONHandler):
                 self.reply(200, [self.scores(text) for text in inputs])
         finally:
             self.server.leave()
+
+
+class ReportingHandler(JSONHandler):
+    """A dynatask-protocol sentiment model whose ``/health`` answers the server's
+    ``health_body`` bytes as they are (``RecordingServer(ReportingHandler, health_body=...)``):
+    any figure it likes, including JSON that Python reads as infinity (``1e400``).
+    ``POST /`` answers every input with a valid sentiment output."""
+
+    def do_GET(self) -> None:
+        self.begin()
+        try:
+            if self.path.rstrip("/").endswith("/health"):
+                self.reply(200, raw=self.server.settings["health_body"])
+            else:
+                self.reply(404, {"error": "not found"})
+        finally:
+            self.server.leave()
+
+    def do_POST(self) -> None:
+        body, _seen = self.begin()
+        try:
+            inputs = body.get("inputs", []) if isinstance(body, dict) else []
+            labels = ("positive", "negative", "neutral")
+            outputs = [sentiment_output(labels[index % 3]) for index in range(len(inputs))]
+            self.reply(200, {"outputs": outputs, "model_version": "reporting-1"})
+        finally:
+            self.server.leave()
