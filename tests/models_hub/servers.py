@@ -298,8 +298,20 @@ class ReportingHandler(JSONHandler):
         body, _seen = self.begin()
         try:
             inputs = body.get("inputs", []) if isinstance(body, dict) else []
-            labels = ("positive", "negative", "neutral")
-            outputs = [sentiment_output(labels[index % 3]) for index in range(len(inputs))]
+            outputs = [sentiment_output(self.label_of(item)) for item in inputs]
             self.reply(200, {"outputs": outputs, "model_version": "reporting-1"})
         finally:
             self.server.leave()
+
+    def label_of(self, item: dict) -> str:
+        """Answer by keyword on the first ``right`` (server setting, default all) of every
+        seven examples, by number ("... day number 12."); "neutral" on the others."""
+        statement = str(item.get("statement", "")).lower()
+        number = int("".join(ch for ch in statement.rsplit(" ", 1)[-1] if ch.isdigit()) or 0)
+        if number % 7 >= self.server.settings.get("right", 7):
+            return "neutral" if "plain" not in statement else "positive"
+        if "good" in statement or "love" in statement:
+            return "positive"
+        if "bad" in statement or "hate" in statement:
+            return "negative"
+        return "neutral"
