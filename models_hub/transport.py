@@ -31,8 +31,8 @@ Contract of ``request_json``:
 from __future__ import annotations
 
 import json
-import math
 import logging
+import math
 import random
 import socket
 import sys
@@ -419,11 +419,11 @@ def parse_json_body(raw: bytes) -> Any:
 
     Strict JSON (RFC 8259): ``NaN`` and the infinities, which Python's ``json`` reads and
     writes, are refused, as no JSON column can store them, and so is a number beyond the
-    range of a 64-bit float (``1e400``, which ``json`` would read as infinity). Arrays and objects nested deeper
-    than ``MAX_JSON_DEPTH`` levels are ``JSONTooDeep`` (a ``ValueError``), checked before
-    either parser runs: ``json`` would exhaust the stack on a deep enough body. orjson reads
-    UTF-8 bodies; what it refuses is read again by ``json`` (other Unicode encodings,
-    integers beyond 64 bits), with the same refusal of those constants.
+    range of a 64-bit float (``1e400``, which ``json`` would read as infinity). Arrays and
+    objects nested deeper than ``MAX_JSON_DEPTH`` levels are ``JSONTooDeep`` (a
+    ``ValueError``), checked before either parser runs: ``json`` would exhaust the stack on
+    a deep enough body. orjson reads UTF-8 bodies; what it refuses is read again by
+    ``json`` (other Unicode encodings, integers beyond 64 bits), with the same refusals.
     """
     json_check_depth(raw)
     try:

@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the evaluation fixtures are imported, then requested by name
 """Every JSON surface stays strict JSON whatever the models report (issue 30, point 6).
 
 A board of real loopback models whose /health answers hostile figures (``1e400``, which
@@ -144,7 +145,10 @@ def test_every_json_surface_is_strict_json_on_a_board_of_hostile_figures(
     anonymous = client_for(None)
     created = owner.post(
         reverse("api:fork-list", kwargs={"code": eval_task.code}),
-        {"name": "Memory counts", "weights": {"metrics": {"memory_utilization": 5}, "datasets": {}}},
+        {
+            "name": "Memory counts",
+            "weights": {"metrics": {"memory_utilization": 5}, "datasets": {}},
+        },
         format="json",
     )
     assert created.status_code == 201, created.content[:500]
