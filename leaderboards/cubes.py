@@ -32,7 +32,7 @@ from leaderboards.tables.board import Board
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns
 
 # Bump when the layout changes: a stored cube of another format is rebuilt, never read.
-CUBE_FORMAT = 4
+CUBE_FORMAT = 5  # 5: job figures outside their plausible range are missing
 _HEADER_LENGTH = struct.Struct("<I")
 # The arrays of a cube, in the order they are stored, and their dtypes.
 _ARRAYS = {

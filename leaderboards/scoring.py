@@ -134,10 +134,13 @@ def resamples_encode(values: np.ndarray) -> bytes:
 
 
 def resamples_decode(payload: bytes | memoryview | None) -> np.ndarray | None:
-    """Return the values ``resamples_encode`` stored, None if absent or not 1,000 of them."""
+    """Return the values ``resamples_encode`` stored, None if absent, not 1,000 of them or
+    not all finite (a score's resamples are 0..100: anything else was never written here,
+    and an infinity would make every interval built on it infinite)."""
     if payload is None:
         return None
     data = bytes(payload)
     if len(data) != 4 * BOOTSTRAP_RESAMPLES:
         return None
-    return np.frombuffer(data, dtype="<f4")
+    values = np.frombuffer(data, dtype="<f4")
+    return values if np.isfinite(values).all() else None

@@ -41,8 +41,11 @@ from models_hub.transport import (
     request_json,
 )
 from tasks.config.types import TaskConfig
+from tasks.metrics.jobs import job_value_problem
 
 RAW_EXCERPT_CHARS = 2000
+# The job metric whose figure the endpoint reports on /health (``tasks.metrics.jobs``).
+MEMORY_METRIC = "memory_utilization"
 
 
 @dataclass(frozen=True)
@@ -233,11 +236,23 @@ class ModelClient:
         status = body.get("status", "ok")
         memory = body.get("memory_gb")
         version = body.get("model_version")
+        version = str(version)[:200] if version is not None else None
+        problem = job_value_problem(MEMORY_METRIC, memory)
+        if problem is not None:
+            # A figure that is no measurement is refused whole: it would be stored, averaged
+            # and exchanged through an AMRS on every leaderboard of the task.
+            return HealthResult(
+                ok=False,
+                latency_ms=result.latency_ms,
+                model_version=version,
+                error=f"/health memory_gb {problem}",
+                error_code=ModelBadResponse.code,
+            )
         return HealthResult(
             ok=status == "ok",
             latency_ms=result.latency_ms,
-            model_version=str(version)[:200] if version is not None else None,
-            memory_gb=float(memory) if isinstance(memory, int | float) else None,
+            model_version=version,
+            memory_gb=None if memory is None else float(memory),
             error=None if status == "ok" else f"the model reports status {str(status)[:100]!r}",
         )
 

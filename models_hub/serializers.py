@@ -7,6 +7,18 @@ from rest_framework import serializers
 
 from models_hub import selectors, services
 from models_hub.models import Model
+from tasks.metrics.jobs import plausible_job_value
+
+
+class ReportedMemoryField(serializers.FloatField):
+    """The memory the endpoint last reported (GB), or null when none is plausible: a figure
+    stored before the health probe checked them (an infinity, a negative value) is none."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, allow_null=True, **kwargs)
+
+    def to_representation(self, value):
+        return plausible_job_value("memory_utilization", value)
 
 
 class ModelEndpointSerializer(serializers.ModelSerializer):
@@ -37,6 +49,7 @@ class ModelSerializer(serializers.ModelSerializer):
     endpoint = serializers.SerializerMethodField()
     can_edit = serializers.SerializerMethodField()
     source_url = serializers.CharField(read_only=True)
+    memory_gb = ReportedMemoryField()
 
     class Meta:
         model = Model

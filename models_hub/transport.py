@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import socket
 import sys
@@ -405,21 +406,30 @@ def _refuse_constant(name: str) -> Any:
     raise NotJSONConstant(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    # ``json`` reads 1e400 as infinity, which no JSON column stores and no figure means.
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotJSONConstant(f"the number {text[:40]} is beyond the range of a 64-bit float")
+    return value
+
+
 def parse_json_body(raw: bytes) -> Any:
     """Return the JSON document ``raw``; raise ``ValueError`` if it is not one.
 
     Strict JSON (RFC 8259): ``NaN`` and the infinities, which Python's ``json`` reads and
-    writes, are refused, as no JSON column can store them. Arrays and objects nested deeper
-    than ``MAX_JSON_DEPTH`` levels are ``JSONTooDeep`` (a ``ValueError``), checked before
-    either parser runs: ``json`` would exhaust the stack on a deep enough body. orjson reads
-    UTF-8 bodies; what it refuses is read again by ``json`` (other Unicode encodings,
-    integers beyond 64 bits), with the same refusal of those constants.
+    writes, are refused, as no JSON column can store them, and so is a number beyond the
+    range of a 64-bit float (``1e400``, which ``json`` would read as infinity). Arrays and
+    objects nested deeper than ``MAX_JSON_DEPTH`` levels are ``JSONTooDeep`` (a
+    ``ValueError``), checked before either parser runs: ``json`` would exhaust the stack on
+    a deep enough body. orjson reads UTF-8 bodies; what it refuses is read again by
+    ``json`` (other Unicode encodings, integers beyond 64 bits), with the same refusals.
     """
     json_check_depth(raw)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return json.loads(raw, parse_constant=_refuse_constant)
+        return json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def request_json(

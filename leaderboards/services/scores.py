@@ -52,11 +52,15 @@ from leaderboards.services import client
 from models_hub.errors import ModelCallError
 from models_hub.selectors import endpoint_spec
 from tasks.metrics import MetricError, MetricUnsupported, get_metric
+from tasks.metrics.jobs import plausible_job_value
 from tasks.models import Task
 
 logger = logging.getLogger(__name__)
 
 SCORE_CHUNK = 5000
+MEMORY_METRIC = "memory_utilization"
+# The job metric whose plausible range a Score figure that is not one itself follows.
+PLAUSIBILITY_OF = {"latency_p50_ms": "latency_p95_ms"}
 
 
 def run_finalize(run_id: int) -> dict[str, Any]:
@@ -66,7 +70,8 @@ def run_finalize(run_id: int) -> dict[str, Any]:
         return {"status": "missing"}
     if run.status != RunStatus.FINALIZING:
         return {"status": "skipped", "run_status": run.status}
-    memory = run.memory_gb
+    # A figure stored before the health probe checked them counts as none.
+    memory = plausible_job_value(MEMORY_METRIC, run.memory_gb)
     if memory is None and run.trigger != RunTrigger.PREDICTIONS_UPLOAD and run.model.has_endpoint:
         try:
             memory = client.health(endpoint_spec(run.model)).memory_gb
@@ -200,7 +205,12 @@ def _job_metrics(run: EvaluationRun) -> dict[str, float | None]:
         p50, p95 = np.percentile(np.asarray(latencies, dtype=np.float64), [50, 95])
         metrics["latency_p50_ms"] = round(float(p50), 3)
         metrics["latency_p95_ms"] = round(float(p95), 3)
-    return metrics
+    # Only plausible measurements are kept (``tasks.metrics.jobs``): a JSON column stores no
+    # infinity, and an absurd figure would overflow the leaderboard's AMRS.
+    return {
+        name: plausible_job_value(PLAUSIBILITY_OF.get(name, name), value)
+        for name, value in metrics.items()
+    }
 
 
 def score_refresh(model_id: int, dataset_id: int) -> Score | None:

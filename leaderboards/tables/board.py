@@ -17,8 +17,27 @@ import numpy as np
 
 from leaderboards.scoring import BOOTSTRAP_RESAMPLES, resamples_decode
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreColumns, finite_array
+from tasks.metrics.jobs import JOB_METRICS
 
 ANONYMOUS_NAME = "Anonymous"
+# No score (0..100) or measurement of a board comes near this; beyond it a value is missing.
+MAX_MAGNITUDE = 1e12
+
+
+def drop_implausible(values: np.ndarray, names: Sequence[str]) -> None:
+    """Set to NaN (missing), in place, the values no metric can have (models x datasets x
+    ``names``): a job metric outside its plausible range (``tasks.metrics.jobs``: a figure
+    stored before the health probe checked them) and any value beyond ``MAX_MAGNITUDE``.
+    Such a value would overflow an AMRS (``1e308`` GB of memory) and make the Dynascore
+    and the JSON of the board infinite; non-finite values are already missing.
+    """
+    with np.errstate(invalid="ignore"):
+        values[np.abs(values) > MAX_MAGNITUDE] = np.nan
+        for position, name in enumerate(names):
+            metric = JOB_METRICS.get(name)
+            if metric is not None:
+                column = values[..., position]
+                column[(column < 0) | (column > metric.plausible_max)] = np.nan
 
 
 class ResampleSource(Protocol):
@@ -115,6 +134,7 @@ class Board:
         values = np.full((*shape, len(names)), np.nan)
         if kept.size:
             values[model_index, dataset_index, :] = scores.metric_matrix(names, main_metric)[kept]
+        drop_implausible(values, names)
         if main_metric in metric_position:
             main = values[:, :, metric_position[main_metric]]
         else:

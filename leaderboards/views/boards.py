@@ -58,7 +58,9 @@ class LeaderboardJsonView(View):
     def get(self, request, code: str):
         task = task_or_404(code, request.user)
         table = leaderboard_table_for_query(task, request.GET, request.user)
-        return JsonResponse(table.as_dict())
+        # Strict JSON: the table holds no NaN or infinity (a figure no metric can have is
+        # missing), and a regression fails loudly instead of writing what JSON has not.
+        return JsonResponse(table.as_dict(), json_dumps_params={"allow_nan": False})
 
 
 class LeaderboardCsvView(View):

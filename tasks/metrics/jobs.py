@@ -12,7 +12,17 @@ leaderboard lists them. Each one declares
   the grid is geometric (each step ``1 + resolution`` times the one below);
 * whether it is ``self_reported``: a figure the model's endpoint states about itself,
   which nobody checks. Task owners decide whether those count by default
-  (``aggregation_metric.count_self_reported`` in the task config).
+  (``aggregation_metric.count_self_reported`` in the task config);
+* its ``plausible_max``: a measurement is a finite number from 0 to that bound, never a
+  boolean. ``job_value_problem(name, value)`` says what is wrong with a value (None when
+  it is plausible) and ``plausible_job_value`` returns it as a float or None. The health
+  probe refuses a reported figure outside the range, and the scores and the leaderboard
+  read one stored before that check as missing, so no figure a model states can make an
+  AMRS or a Dynascore overflow.
+
+Why these bounds: no deployment evaluated here uses more than 1 TiB of memory (1024 GB;
+the leaderboard's instance is 16 GB), a latency beyond 10^7 ms (about 3 hours) is longer
+than any request is allowed to take, and 10^9 examples a second is beyond any endpoint.
 
 Why these resolutions (a value is rounded to the nearest step):
 
@@ -44,6 +54,7 @@ class JobMetric:
     relative: bool = False
     self_reported: bool = False
     description: str = ""
+    plausible_max: float = math.inf
 
     @property
     def resolution_text(self) -> str:
@@ -64,6 +75,7 @@ JOB_METRICS: MappingProxyType[str, JobMetric] = MappingProxyType(
                 0.10,
                 relative=True,
                 description="examples sent per second of evaluation work, measured by us",
+                plausible_max=1e9,
             ),
             JobMetric(
                 "latency_p95_ms",
@@ -71,6 +83,7 @@ JOB_METRICS: MappingProxyType[str, JobMetric] = MappingProxyType(
                 "ms",
                 5.0,
                 description="the 95th percentile of the request latencies, measured by us",
+                plausible_max=1e7,
             ),
             JobMetric(
                 "memory_utilization",
@@ -79,6 +92,7 @@ JOB_METRICS: MappingProxyType[str, JobMetric] = MappingProxyType(
                 0.1,
                 self_reported=True,
                 description="the memory_gb the endpoint reports on its /health",
+                plausible_max=1024.0,
             ),
         )
     }
@@ -101,3 +115,38 @@ def quantize_to_resolution(value: float, resolution: float, *, relative: bool = 
         base = math.log1p(resolution)
         return math.exp(round(math.log(value) / base) * base)
     return round(value / resolution) * resolution
+
+
+def job_value_problem(name: str, value: object) -> str | None:
+    """Return why ``value`` is no plausible measurement of job metric ``name``, else None.
+
+    None (no figure) is fine; so is any finite number from 0 to the metric's
+    ``plausible_max``. A boolean is not a number here (JSON ``true`` is no measurement).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"is not a number (got {_shown(value)})"
+    metric = JOB_METRICS[name]
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"is not a finite number (got {_shown(value)})"
+    if value < 0:
+        return f"cannot be negative (got {_shown(value)})"
+    if value > metric.plausible_max:  # compared as it is: an int may be beyond a float
+        return (
+            f"must be at most {metric.plausible_max:g} {metric.unit} to be a plausible "
+            f"measurement (got {_shown(value)})"
+        )
+    return None
+
+
+def plausible_job_value(name: str, value: object) -> float | None:
+    """Return ``value`` as a float when it is a plausible measurement of ``name``, else None."""
+    if value is None or job_value_problem(name, value) is not None:
+        return None
+    return float(value)  # type: ignore[arg-type]
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"

@@ -1,7 +1,9 @@
 """Answer-text metrics: SQuAD F1 and exact match, VQA accuracy, and ``string_f1``.
 
-SQuAD (v1.1): both sides normalised (see ``tasks.metrics.text``); an example scores the
-**maximum** over its gold answers. VQA: the official formula — with ``n`` gold answers
+SQuAD: the official v1.1 evaluation script's rules (``tasks.metrics.text``): both sides
+normalised, an example scores the **maximum** over its gold answers, and an answer that
+normalises to nothing ("the", ".") has F1 0 (exact match 1 only against a gold that also
+normalises to nothing). VQA: the official formula — with ``n`` gold answers
 (10 in VQA), accuracy is the mean over the ``n`` leave-one-out subsets of
 ``min(1, matches among the other n-1 answers / 3)``. For fewer than four answers the
 divisor 3 cannot be reached, so it becomes ``n - 1`` (and one answer means exact match);
@@ -41,16 +43,30 @@ def _gold_texts(gold: object) -> list[str]:
 def string_f1(prediction: object, gold: object) -> float:
     """Return the SQuAD token F1 (0..1) of ``prediction``, max over the gold answers.
 
-    Used live to decide whether a model was fooled; a ``None`` prediction scores 0.
+    Used live to decide whether a model was fooled; a ``None`` prediction scores 0. An
+    answer that matches a gold exactly after normalisation scores 1.0, also when both
+    normalise to nothing (the ``squad_f1`` metric, following SQuAD v1.1, gives 0 there):
+    a model that gives the worker's own answer is never counted as fooled.
     """
     prediction_text = answer_text(prediction)
     if prediction_text is None:
         return 0.0
-    return max((squad_token_f1(prediction_text, text) for text in _gold_texts(gold)), default=0.0)
+    return max(
+        (
+            max(squad_token_f1(prediction_text, text), squad_exact_match(prediction_text, text))
+            for text in _gold_texts(gold)
+        ),
+        default=0.0,
+    )
 
 
 def _squad_f1_example(prediction: object, gold: object, options: Options) -> float:
-    return 100.0 * string_f1(prediction, gold)
+    prediction_text = answer_text(prediction)
+    if prediction_text is None:
+        return 0.0
+    return 100.0 * max(
+        (squad_token_f1(prediction_text, text) for text in _gold_texts(gold)), default=0.0
+    )
 
 
 def _exact_match_example(prediction: object, gold: object, options: Options) -> float:

@@ -2,8 +2,10 @@
 
 Both are written from the published descriptions of the official evaluation scripts:
 
-* SQuAD v1.1: lower case, remove punctuation, remove the articles a/an/the, collapse
-  whitespace; token F1 from the bag-of-tokens overlap.
+* SQuAD v1.1 (the official ``evaluate-v1.1.py``): lower case, remove punctuation, remove
+  the articles a/an/the, collapse whitespace; token F1 from the bag-of-tokens overlap, 0
+  when no token is shared, so also when either answer normalises to no token at all (two
+  such answers still match exactly).
 * VQA (visualqa.org, "Evaluation"): lower case, remove periods except in decimals, drop the
   comma of digit groups, turn other punctuation (except the apostrophe and the colon) into
   spaces, number words to digits, drop articles, put the apostrophe back into contractions
@@ -34,15 +36,14 @@ def squad_exact_match(prediction: str, gold: str) -> float:
 
 
 def squad_token_f1(prediction: str, gold: str) -> float:
-    """Return the SQuAD token F1 (0..1) of ``prediction`` against one gold answer.
+    """Return the SQuAD v1.1 token F1 (0..1) of ``prediction`` against one gold answer.
 
-    When either side normalises to no tokens at all, the answers match only if both are
-    empty (the SQuAD v2.0 rule; v1.1 would give 0.0 even for two empty answers).
+    As the official v1.1 script: 0.0 when the answers share no token, which includes an
+    answer that normalises to no token at all ("the", "."), even against another such
+    answer (SQuAD v2.0 scores two empty answers 1.0; v1.1 does not).
     """
     prediction_tokens = normalize_squad_answer(prediction).split()
     gold_tokens = normalize_squad_answer(gold).split()
-    if not prediction_tokens or not gold_tokens:
-        return float(prediction_tokens == gold_tokens)
     common = Counter(prediction_tokens) & Counter(gold_tokens)
     overlap = sum(common.values())
     if overlap == 0:

@@ -1,9 +1,18 @@
 """Translation metrics from sacrebleu: ``bleu``, ``chrf`` and ``sp_bleu``.
 
 Scores equal ``sacrebleu.corpus_bleu`` / ``sacrebleu.corpus_chrf`` with their defaults. A
-gold given as a list holds several references (lists may differ in length); a ``None``
-prediction is scored as an empty translation. sacrebleu's per-segment statistics are
-kept so tags and bootstrap resamples only sum counts instead of re-tokenising.
+gold given as a list holds several references (lists may differ in length).
+sacrebleu's per-segment statistics are kept so tags and bootstrap resamples only sum
+counts instead of re-tokenising.
+
+Missing answers. A ``None`` prediction (the model failed, or a partial predictions file
+has no answer for the example) makes the corpus score 0. No smaller penalty is safe: a
+wrong translation may be as long as it likes, and a long enough one that matches nothing
+brings corpus BLEU (its n-gram precisions) and chrF (its character n-gram precision) as
+close to 0 as it likes, so any other value for a file with a missing answer could be more
+than the same file with some wrong answer put in. The statistics carry one more column,
+the count of missing answers; a resample or a tag without any is scored as usual. The
+example's own score (the per-example browser) is 0.
 
 ``sp_bleu`` (FLORES spBLEU) is BLEU over SentencePiece pieces. Nothing is downloaded: it
 needs the ``spm_model`` option, a path to a local ``.model`` file, and the
@@ -69,14 +78,19 @@ def _sacrebleu_metric(
         rows = make_corpus_metric()._extract_corpus_statistics(
             hypotheses, _reference_streams(references)
         )
-        return np.asarray(rows, dtype=np.float64)
+        missing = [[float(answer_text(prediction) is None)] for prediction in predictions]
+        return np.hstack([np.asarray(rows, dtype=np.float64).reshape(len(golds), -1), missing])
 
     def score_from_statistics(summed: np.ndarray, options: Options) -> float:
-        return float(make_corpus_metric()._compute_score_from_stats(summed).score)
+        if summed[-1] > 0:  # a missing answer (see the module docstring)
+            return 0.0
+        return float(make_corpus_metric()._compute_score_from_stats(summed[:-1]).score)
 
     def example_score(prediction: object, gold: object, options: Options) -> float:
         if check_options:
             check_options(options)
+        if answer_text(prediction) is None:
+            return 0.0
         hypothesis = prepare(_hypotheses([prediction])[0], options)
         references = [prepare(t, options) for t in _references([gold])[0]]
         return float(make_sentence_metric().sentence_score(hypothesis, references).score)

@@ -276,3 +276,42 @@ class HFHandler(JSONHandler):
                 self.reply(200, [self.scores(text) for text in inputs])
         finally:
             self.server.leave()
+
+
+class ReportingHandler(JSONHandler):
+    """A dynatask-protocol sentiment model whose ``/health`` answers the server's
+    ``health_body`` bytes as they are (``RecordingServer(ReportingHandler, health_body=...)``):
+    any figure it likes, including JSON that Python reads as infinity (``1e400``).
+    ``POST /`` answers every input with a valid sentiment output."""
+
+    def do_GET(self) -> None:
+        self.begin()
+        try:
+            if self.path.rstrip("/").endswith("/health"):
+                self.reply(200, raw=self.server.settings["health_body"])
+            else:
+                self.reply(404, {"error": "not found"})
+        finally:
+            self.server.leave()
+
+    def do_POST(self) -> None:
+        body, _seen = self.begin()
+        try:
+            inputs = body.get("inputs", []) if isinstance(body, dict) else []
+            outputs = [sentiment_output(self.label_of(item)) for item in inputs]
+            self.reply(200, {"outputs": outputs, "model_version": "reporting-1"})
+        finally:
+            self.server.leave()
+
+    def label_of(self, item: dict) -> str:
+        """Answer by keyword on the first ``right`` (server setting, default all) of every
+        seven examples, by number ("... day number 12."); "neutral" on the others."""
+        statement = str(item.get("statement", "")).lower()
+        number = int("".join(ch for ch in statement.rsplit(" ", 1)[-1] if ch.isdigit()) or 0)
+        if number % 7 >= self.server.settings.get("right", 7):
+            return "neutral" if "plain" not in statement else "positive"
+        if "good" in statement or "love" in statement:
+            return "positive"
+        if "bad" in statement or "hate" in statement:
+            return "negative"
+        return "neutral"

@@ -7,7 +7,14 @@ import io
 
 import pytest
 
-from leaderboards.models import EvaluationRun, Prediction, RunStatus, RunTrigger, Score
+from leaderboards.models import (
+    DatasetExample,
+    EvaluationRun,
+    Prediction,
+    RunStatus,
+    RunTrigger,
+    Score,
+)
 from leaderboards.services.predictions import predictions_import
 from leaderboards.services.runs import evaluation_run_create
 from tasks.errors import InvalidUpload, PermissionDenied
@@ -170,3 +177,29 @@ def test_a_partial_file_is_scored_with_its_coverage(eval_task, file_model):
     predictions_import(file_model, dataset, jsonl(rows), filename="p.jsonl", partial=True)
     score.refresh_from_db()
     assert (score.covered_count, score.is_partial) == (8, False)
+
+
+@pytest.mark.django_db
+def test_leaving_the_wrong_answers_out_of_a_file_does_not_raise_its_score(eval_task, eval_owner):
+    # Issue 30: macro F1 counted a missing answer as a false negative only, so the right
+    # answers of a file, sent alone as a partial file, outscored the whole file.
+    dataset = import_sentiment(eval_task, 9, evaluate=False)
+    golds = dict(DatasetExample.objects.filter(dataset=dataset).values_list("uid", "gold"))
+    wrong = {"u1": "positive", "u2": "negative", "u4": "positive"}
+    rows = [
+        {"uid": uid, "label": wrong.get(uid, gold["label"])} for uid, gold in sorted(golds.items())
+    ]
+    for row in rows:
+        row["prob"] = sentiment_prob(row["label"])
+    whole = ModelFactory(task=eval_task, owner=eval_owner, name="whole")
+    right_only = ModelFactory(task=eval_task, owner=eval_owner, name="right-only")
+    predictions_import(whole, dataset, jsonl(rows), filename="p.jsonl")
+    kept = [row for row in rows if row["uid"] not in wrong]
+    predictions_import(right_only, dataset, jsonl(kept), filename="p.jsonl", partial=True)
+    whole_score = Score.objects.get(model=whole, dataset=dataset)
+    partial_score = Score.objects.get(model=right_only, dataset=dataset)
+    assert whole_score.main_metric == "macro_f1"
+    assert whole_score.main_value == pytest.approx(60.0)
+    assert partial_score.is_partial
+    assert partial_score.main_value < whole_score.main_value
+    assert partial_score.ci_high <= whole_score.ci_high

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,29 @@ def test_an_endpoint_missing_one_job_metric_is_still_incomplete():
     assert [row.model_name for row in result.rows] == ["complete", "no-speed"]
     assert result.rows[1].incomplete and not result.rows[1].predictions_file
     assert result.rows[1].missing_metrics == ("examples_per_second",)
+
+
+@pytest.mark.parametrize("memory", [1e308, -1.0, 5000.0, 1e13])
+@pytest.mark.parametrize("memory_weight", [0.0, 1.0, 5.0])
+def test_a_figure_no_measurement_can_have_is_missing_and_the_table_stays_finite(
+    memory, memory_weight
+):
+    # Issue 30: a stored memory of 1e308 GB overflowed the memory AMRS under every weighting.
+    models = {
+        "honest": endpoint(80.0, 20.0, 100.0, 2.0),
+        "absurd": endpoint(79.0, 30.0, 90.0, memory),
+        "other": endpoint(70.0, 25.0, 120.0, 4.0),
+    }
+    weights = LeaderboardWeights(
+        metrics={MAIN: 4.0, "memory_utilization": memory_weight, "examples_per_second": 1.0},
+        datasets={"only": 1.0},
+    )
+    result = table(models, weights=weights)
+    assert result.error is None
+    rows = {row.model_name: row for row in result.rows}
+    assert rows["absurd"].metrics["memory_utilization"] is None
+    assert rows["absurd"].incomplete is (memory_weight > 0)
+    for column in result.metrics:
+        assert column.amrs is None or math.isfinite(column.amrs)
+    # Strict JSON: no NaN or infinity anywhere in the table.
+    json.dumps(result.as_dict(), allow_nan=False)

@@ -41,17 +41,48 @@ def test_f1_matches_sklearn(pair):
         )
 
 
-def test_f1_with_failed_predictions_matches_sklearn_restricted_to_real_labels():
+def test_micro_f1_counts_a_failed_prediction_as_a_wrong_label():
     rng = random.Random(7)
     golds = [rng.choice(LABELS[:3]) for _ in range(300)]
     predictions = [rng.choice([*LABELS[:3], None]) for _ in range(300)]
-    # A failed prediction is no label at all: sklearn with labels= leaves the sentinel out.
+    # A failed prediction is a false negative of its gold and a false positive of a label
+    # that is no class: scikit-learn with that label among the labels, and no F1 of its own.
     sentinel = "<no prediction>"
     as_labels = [sentinel if p is None else p for p in predictions]
-    seen = sorted(set(golds) | {p for p in predictions if p is not None})
-    for average in ("macro", "micro"):
-        expected = 100 * f1_score(golds, as_labels, labels=seen, average=average, zero_division=0)
-        assert get_metric(f"{average}_f1").score(predictions, golds) == pytest.approx(expected)
+    labels = sorted(set(golds) | {p for p in predictions if p is not None}) + [sentinel]
+    expected = 100 * f1_score(golds, as_labels, labels=labels, average="micro", zero_division=0)
+    assert get_metric("micro_f1").score(predictions, golds) == pytest.approx(expected)
+
+
+def test_macro_f1_counts_a_failed_prediction_as_the_worst_wrong_answers():
+    rng = random.Random(7)
+    golds = [rng.choice(LABELS[:3]) for _ in range(60)]
+    predictions = [rng.choice([*LABELS[:3], None, None]) if i % 3 else golds[i] for i in range(60)]
+    missing = [gold for gold, p in zip(golds, predictions, strict=True) if p is None]
+    seen = set(golds) | {p for p in predictions if p is not None}
+    total = 0.0
+    for label in seen:
+        tp = sum(g == p == label for g, p in zip(golds, predictions, strict=True))
+        fp = sum(p == label != g for g, p in zip(golds, predictions, strict=True))
+        fn = sum(g == label != p for g, p in zip(golds, predictions, strict=True))
+        # every missing answer whose gold is another label is a false positive of this one
+        fp += sum(gold != label for gold in missing)
+        total += 2 * tp / (2 * tp + fp + fn)
+    expected = 100 * total / (len(seen) + len(missing))  # one phantom label per missing answer
+    assert get_metric("macro_f1").score(predictions, golds) == pytest.approx(expected)
+
+
+def test_leaving_out_the_wrong_answers_does_not_raise_macro_f1():
+    # Issue 30's repro: the full file scores 66.67, its six right answers alone scored 80.0.
+    golds = ["a", "a", "a", "b", "b", "b", "c", "c", "c"]
+    full = ["a", "a", "b", "b", "b", "c", "c", "c", "a"]
+    right_only = [p if p == g else None for p, g in zip(full, golds, strict=True)]
+    metric = get_metric("macro_f1")
+    assert metric.score(full, golds) == pytest.approx(200 / 3)
+    assert metric.score(right_only, golds) < metric.score(full, golds)
+    assert get_metric("micro_f1").score(right_only, golds) == pytest.approx(
+        get_metric("micro_f1").score(full, golds)
+    )
 
 
 def test_f1_uses_first_answer_of_a_gold_list():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.metrics import get_metric, string_f1, vqa_example_accuracy
-from tasks.metrics.text import normalize_squad_answer, normalize_vqa_answer
+from tasks.metrics.text import normalize_squad_answer, normalize_vqa_answer, squad_token_f1
 
 
 @pytest.mark.parametrize(
@@ -38,12 +38,40 @@ def test_squad_exact_match_after_normalisation():
         ("cat cat", "cat", 2 / 3),  # bag of tokens: P = 1/2, R = 1
         ("dog", "cat", 0.0),
         ("The Cat", "cat", 1.0),
-        ("the", "a", 1.0),  # both normalise to nothing
+        ("the", "a", 1.0),  # live decision: both normalise to nothing, the same answer
         ("the", "cat", 0.0),
     ],
 )
 def test_string_f1_known_values(prediction, gold, f1):
     assert string_f1(prediction, gold) == pytest.approx(f1)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "f1", "exact"),
+    [
+        # The official SQuAD v1.1 script: F1 is 0 when no token is shared, so whenever a
+        # side normalises to nothing, even when both do; exact match compares the strings.
+        ("the", "a", 0.0, 1.0),
+        ("", "", 0.0, 1.0),
+        (".", "An!", 0.0, 1.0),
+        ("", "cat", 0.0, 0.0),
+        ("cat", "the", 0.0, 0.0),
+        ("A cat.", "the cat", 1.0, 1.0),
+    ],
+)
+def test_squad_metrics_on_answers_that_normalise_to_nothing_follow_v1_1(
+    prediction, gold, f1, exact
+):
+    assert squad_token_f1(prediction, gold) == f1
+    assert get_metric("squad_f1").score([prediction], [gold]) == 100 * f1
+    assert get_metric("squad_f1").per_example_scores([prediction], [gold]) == [100 * f1]
+    assert get_metric("exact_match").score([prediction], [gold]) == 100 * exact
+
+
+def test_squad_f1_of_an_empty_answer_is_0_against_every_gold():
+    # The best over the golds: an answer of no token shares none with any of them.
+    assert get_metric("squad_f1").score(["The"], [["a", "the cat", ""]]) == 0.0
+    assert get_metric("exact_match").score(["The"], [["a", "the cat", ""]]) == 100.0
 
 
 def test_squad_f1_takes_best_gold_and_averages():

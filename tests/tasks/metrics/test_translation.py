@@ -66,11 +66,23 @@ def test_single_string_gold_is_one_reference():
     assert get_metric("bleu").score(hypotheses, golds) == pytest.approx(expected)
 
 
-def test_none_prediction_is_an_empty_translation():
+@pytest.mark.parametrize("name", ["bleu", "chrf"])
+def test_a_missing_translation_makes_the_corpus_score_0(name):
     golds = ["the cat sat on the mat", "a dog barked"]
-    expected = sacrebleu.corpus_bleu(["the cat sat on the mat", ""], [golds]).score
-    assert get_metric("bleu").score(["the cat sat on the mat", None], golds) == pytest.approx(
-        expected
+    metric = get_metric(name)
+    # An empty translation is an answer like any other...
+    empty = metric.score(["the cat sat on the mat", ""], golds)
+    assert empty > 0
+    # ...but scoring a missing one as empty would beat a long wrong one, and a long
+    # enough one brings the corpus score as close to 0 as it likes.
+    junk = " ".join(["zzz"] * 2000)
+    assert metric.score(["the cat sat on the mat", junk], golds) < min(empty, 5.0)
+    assert metric.score(["the cat sat on the mat", None], golds) == 0.0
+    assert metric.per_example_scores(["the cat sat on the mat", None], golds)[1] == 0.0
+    # Resamples and tags without the missing example are scored as usual.
+    statistics = metric.compute_statistics(["the cat sat on the mat", None], golds)
+    assert metric.score_from_statistics(statistics[0], {}) == pytest.approx(
+        metric.score(["the cat sat on the mat"], golds[:1])
     )
 
 
