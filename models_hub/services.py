@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -239,18 +240,80 @@ def _require_editor(model: Model, user) -> None:
         raise PermissionDenied("only the model's owner or the task's owners can change it")
 
 
+TOKEN_OWNER_ONLY = "model.token_owner_only"
+
+
+def endpoint_origin(url: str) -> tuple[str, str, int | None]:
+    """Return ``(scheme, host, port)`` of ``url``, the port filled in for http and https."""
+    parts = urlsplit((url or "").strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def token_move_problem(
+    model: Model,
+    user,
+    *,
+    endpoint_url: str | None = None,
+    owner=None,
+    keeps_token: bool = True,
+) -> str:
+    """Return why ``user`` may not make this change to ``model`` with its token, or "".
+
+    A token goes only where its owner sent it: while a token is stored (and the change
+    keeps it: no new token, no clearing), only the model's owner may move the endpoint to
+    another scheme, host or port (``endpoint_url``), and nobody may hand the model to
+    another owner (``owner``). Everyone else (the task's owners, staff, superusers) clears
+    the token in the same change, or asks the model's owner.
+    """
+    if not (model.pk and model.has_token and keeps_token):
+        return ""
+    if owner is not None and owner.pk != model.owner_id:
+        return (
+            "A model changes owner without its token: clear the stored token in the same "
+            "change (the new owner enters their own)."
+        )
+    # ``model`` holds the stored values: forms check in ``clean()``, before the instance
+    # takes the new ones, and the service before it sets them.
+    moves = endpoint_url is not None and (
+        endpoint_origin(endpoint_url) != endpoint_origin(model.endpoint_url)
+    )
+    if moves and not (user and user.pk == model.owner_id):
+        return (
+            "Only the model's owner may move its endpoint to another scheme, host or port "
+            "while a token is stored: the token would be sent there. Clear the stored token "
+            "in the same change (the API's clear_auth_token), or ask the model's owner."
+        )
+    return ""
+
+
 def model_update_card(model: Model, user, **fields: Any) -> Model:
     """Update the card, endpoint settings or token of ``model``; never changes publishing.
 
     ``auth_token`` (non-empty) replaces the token, ``clear_auth_token=True`` removes it; a
     blank or missing ``auth_token`` keeps the stored one. A changed endpoint is checked again
     and resets the health status to unknown; a changed endpoint or token queues a health
-    check.
+    check. Moving the endpoint to another scheme, host or port with the stored token is the
+    model owner's alone (``token_move_problem``: 403 ``model.token_owner_only``).
     """
     _reject_unknown(fields, UPDATE_FIELDS)
     _require_editor(model, user)
     new_token = (fields.pop("auth_token", None) or "").strip()
     clear_token = bool(fields.pop("clear_auth_token", False))
+    problem = token_move_problem(
+        model,
+        user,
+        endpoint_url=fields.get("endpoint_url"),
+        keeps_token=not (new_token or clear_token),
+    )
+    if problem:
+        raise PermissionDenied(problem, code=TOKEN_OWNER_ONLY)
     changed: list[str] = []
     for name, value in fields.items():
         if getattr(model, name) != value:

@@ -279,3 +279,24 @@ def test_the_read_timeout_is_capped_and_staff_raise_one_models_cap(task, user, s
     services.model_update_card(model, user, description="still slow")
     with pytest.raises(ServiceError):
         services.model_update_card(model, user, read_timeout=120)
+
+
+def test_a_token_goes_only_where_its_owner_sent_it(task, owner, user, admin_user_obj):
+    """``model_update_card``: the task's owner, staff with the task and a superuser may
+    not move a stored token to another scheme, host or port; its owner may; a change that
+    replaces or clears the token may; the port written out or left implicit is the same."""
+    model = register(task, user, auth_token=SECRET_TOKEN, endpoint_url="http://127.0.0.1/")
+    for editor in (owner, admin_user_obj):
+        with pytest.raises(PermissionDenied) as refused:
+            services.model_update_card(model, editor, endpoint_url="http://127.0.0.1:8/")
+        assert refused.value.code == services.TOKEN_OWNER_ONLY
+    model = Model.objects.get(pk=model.pk)
+    assert model.endpoint_url == "http://127.0.0.1/"
+    services.model_update_card(model, owner, endpoint_url="http://127.0.0.1:80/v1")  # same place
+    services.model_update_card(
+        model, owner, endpoint_url="http://localhost:9/", auth_token="sk-the-task-owners"
+    )
+    assert selectors.endpoint_spec(Model.objects.get(pk=model.pk)).token == "sk-the-task-owners"
+    services.model_update_card(model, user, auth_token=SECRET_TOKEN)
+    services.model_update_card(model, user, endpoint_url="http://127.0.0.1:8/")
+    assert selectors.endpoint_spec(Model.objects.get(pk=model.pk)).token == SECRET_TOKEN
