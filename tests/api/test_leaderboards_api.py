@@ -561,3 +561,20 @@ def test_the_leaderboard_gives_intervals_and_the_confidence_of_each_rank(
         "dynascore_tie": False,
     }
     assert rows["wrong-model"]["ahead_of_next"] is None
+
+
+def test_reruns_beyond_the_daily_budget_get_a_429(
+    clients, settings, submitter, endpoint_model, datasets
+):
+    settings.MODELS_HUB_REGISTRATIONS_PER_DAY = 2
+    url = f"/api/v1/models/{endpoint_model.pk}/runs/"
+    client = client_for(submitter)
+    for _ in range(2):
+        assert client.post(url, {"dataset": "public"}, format="json").status_code == 201
+    response = client.post(url, {"dataset": "public"}, format="json")
+    error = assert_error(response, 429, "run.daily_limit")
+    assert error["details"]["limit"] == 2 and error["details"]["wait_seconds"] > 0
+    assert int(response["Retry-After"]) == error["details"]["wait_seconds"]
+    assert EvaluationRun.objects.filter(requested_by=submitter).count() == 2
+    # The task's owners are not limited.
+    assert clients["owner"].post(url, {"dataset": "public"}, format="json").status_code == 201

@@ -247,3 +247,20 @@ def test_the_models_owner_moves_its_endpoint_and_others_change_only_the_path(
     endpoint_model.refresh_from_db()
     assert endpoint_model.endpoint_url == "http://localhost:8/"
     assert endpoint_spec(endpoint_model).token == SECRET
+
+
+def test_endpoint_changes_beyond_the_daily_budget_get_a_429(settings, endpoint_model):
+    from tests.api.conftest import client_for
+
+    settings.MODELS_HUB_REGISTRATIONS_PER_DAY = 1
+    client = client_for(endpoint_model.owner)
+    url = f"/api/v1/models/{endpoint_model.pk}/"
+    response = client.patch(url, {"endpoint_url": "http://127.0.0.1:8/"}, format="json")
+    assert response.status_code == 200, response.content
+    response = client.patch(url, {"endpoint_url": "http://127.0.0.1:7/"}, format="json")
+    error = assert_error(response, 429, "model.endpoint_change_limit")
+    assert int(response["Retry-After"]) == error["details"]["wait_seconds"]
+    endpoint_model.refresh_from_db()
+    assert endpoint_model.endpoint_url == "http://127.0.0.1:8/"
+    # Everything else on the card may still change.
+    assert client.patch(url, {"card": "# v2"}, format="json").status_code == 200

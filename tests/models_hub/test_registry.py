@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from models_hub import selectors, services
-from models_hub.models import Model, ModelStatus, RoundModel
+from models_hub.models import BudgetCharge, Model, ModelStatus, RoundModel
 from tasks import services as task_services
 from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tests.factories import TaskFactory, UserFactory
@@ -242,7 +242,7 @@ def test_registrations_per_user_and_task_are_limited(task, owner, user):
 
     from tasks.errors import TooManyRequests
 
-    first, _ = register(task, user, name="a"), register(task, user, name="b")
+    register(task, user, name="a"), register(task, user, name="b")
     with pytest.raises(TooManyRequests) as caught:
         register(task, user, name="c")
     assert caught.value.code == "model.registration_limit" and caught.value.status == 429
@@ -252,7 +252,8 @@ def test_registrations_per_user_and_task_are_limited(task, owner, user):
     assert [register(task, owner, name=f"own-{n}").pk for n in range(3)]
     # A day after the first registration, one more is allowed.
     a_day_ago = timezone.now() - timedelta(days=1, seconds=1)
-    Model.objects.filter(pk=first.pk).update(created_at=a_day_ago)
+    first = BudgetCharge.objects.filter(budget__user=user, budget__task=task).earliest("created_at")
+    BudgetCharge.objects.filter(pk=first.pk).update(created_at=a_day_ago)
     assert register(task, user, name="c").pk
 
 

@@ -226,7 +226,7 @@ def test_registrations_beyond_the_daily_limit_are_a_form_error(web, task, user, 
     assert web.post(url, form_data(name="first")).status_code == 302
     response = web.post(url, form_data(name="second"))
     assert response.status_code == 200
-    assert "in the last 24 hours" in response.content.decode()
+    assert "a budget of 1 per task and dataset in 24 hours" in response.content.decode()
     assert Model.objects.count() == 1
 
 
