@@ -111,7 +111,8 @@ def test_a_predictions_file_spends_a_unit_unless_it_is_refused(settings, task, u
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(
     connection.vendor != "postgresql",
-    reason="SQLite lets one writer in at a time: concurrent requests are shown on PostgreSQL",
+    reason="SQLite serialises these transactions (one writer at a time), lock or not: "
+    "the race is shown on PostgreSQL",
 )
 def test_concurrent_registrations_never_overspend_the_budget(settings, task, user):
     """Ten registrations at once against a budget of five: five models, five 429s (before,
