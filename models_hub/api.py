@@ -77,7 +77,9 @@ class ModelDetailView(APIView):
         tags=["models"],
         summary="Update a model's card, endpoint or token (its owner, the task's owners)",
         description="A blank or missing `auth_token` keeps the stored token; "
-        "`clear_auth_token: true` removes it.",
+        "`clear_auth_token: true` removes it. Only the model's owner may move the endpoint "
+        "to another scheme, host or port while a token is stored (`403`, "
+        "`model.token_owner_only`); anyone else clears the token in the same request.",
         request=ModelUpdateSerializer,
         responses=ModelSerializer,
     )

@@ -45,11 +45,15 @@ def clear_token_field() -> forms.BooleanField:
 
 
 class EndpointCheckMixin:
-    """Check the endpoint (scheme, SSRF rules) and the read timeout's cap as field errors
-    before any write."""
+    """Check the endpoint (scheme, SSRF rules), the read timeout's cap and, for an existing
+    model edited by ``editor``, where its token may go (``services.token_move_problem``), as
+    field errors before any write."""
+
+    editor = None  # the signed-in user (edit forms; the admin sets it per request)
 
     def clean(self):
         cleaned = super().clean()
+        self.check_token_move(cleaned)
         # A stored timeout above a cap set later stands until it is changed (calls use the
         # lower of the two: ``models_hub.selectors.endpoint_spec``).
         if self.instance.pk is None or {"read_timeout", "read_timeout_cap"} & set(
@@ -70,6 +74,24 @@ class EndpointCheckMixin:
             except ServiceError as error:
                 self.add_error("endpoint_url", error.message)
         return cleaned
+
+    def check_token_move(self, cleaned: dict) -> None:
+        """Refuse moving the stored token to another address or owner (see the service)."""
+        if self.editor is None or self.instance.pk is None:
+            return
+        keeps_token = not (cleaned.get("auth_token") or cleaned.get("clear_auth_token"))
+        owner = cleaned.get("owner") if "owner" in self.changed_data else None
+        problem = services.token_move_problem(
+            self.instance,
+            self.editor,
+            endpoint_url=cleaned.get("endpoint_url")
+            if "endpoint_url" in self.changed_data
+            else None,
+            owner=owner,
+            keeps_token=keeps_token,
+        )
+        if problem:
+            self.add_error("owner" if owner is not None else "endpoint_url", problem)
 
 
 class ModelRegisterForm(EndpointCheckMixin, forms.ModelForm):
@@ -108,10 +130,15 @@ class ModelRegisterForm(EndpointCheckMixin, forms.ModelForm):
 
 
 class ModelEditForm(EndpointCheckMixin, forms.ModelForm):
-    """The owner's edit page: card, endpoint, write-only token and the publish toggle."""
+    """The owner's edit page: card, endpoint, write-only token and the publish toggle; the
+    view passes ``editor`` (the signed-in user)."""
 
     auth_token = token_field()
     clear_auth_token = clear_token_field()
+
+    def __init__(self, *args, editor=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.editor = editor
 
     class Meta:
         model = Model

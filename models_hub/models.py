@@ -152,3 +152,49 @@ class RoundModel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} in {self.round}"
+
+
+class BudgetKind(models.TextChoices):
+    REGISTRATION = "registration", "Model registered"
+    ENDPOINT_CHANGE = "endpoint_change", "Endpoint changed"
+    RUN = "run", "Run requested"
+
+
+class DailyBudget(models.Model):
+    """One user's budget on one task: what their models may learn of its datasets a day.
+
+    The row is locked while a charge is checked and recorded (``models_hub.budget``), so
+    that two requests at once never both take the last unit.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="+")
+    charged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "task"], name="one_daily_budget_per_user_task")
+        ]
+
+    def __str__(self) -> str:
+        return f"budget of user {self.user_id} on task {self.task_id}"
+
+
+class BudgetCharge(models.Model):
+    """A registration, an endpoint change or a run that spent a unit of a ``DailyBudget``.
+
+    ``dataset_id`` is a run's dataset (``leaderboards.Dataset``; None for the others, which
+    spend a unit of every dataset). Charges older than the window are deleted as the budget
+    is next charged.
+    """
+
+    budget = models.ForeignKey(DailyBudget, on_delete=models.CASCADE, related_name="charges")
+    kind = models.CharField(max_length=16, choices=BudgetKind.choices)
+    dataset_id = models.PositiveBigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["budget", "created_at"], name="budget_charge_time")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M}"

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -20,6 +19,7 @@ from django.db.models import TextField, Value
 from django.utils import timezone
 
 from models_hub import client, sealing, selectors
+from models_hub.budget import budget_charge
 from models_hub.client import HealthResult, PredictionResult
 from models_hub.errors import (
     ModelAddressRefused,
@@ -31,12 +31,12 @@ from models_hub.errors import (
     truncate,
 )
 from models_hub.keyring import site_key_ring
-from models_hub.models import Model, ModelStatus, Protocol, RoundModel
+from models_hub.models import BudgetKind, Model, ModelStatus, Protocol, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
 from models_hub.transport import RetryPolicy
 from tasks.config import TaskConfig
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyRequests
+from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
 from tasks.selectors import round_current
@@ -131,48 +131,11 @@ def _full_clean(model: Model, *, check_cap: bool = True) -> None:
         raise ServiceError(message, code="model.invalid", details=details)
 
 
-REGISTRATION_WINDOW = timedelta(days=1)
-
-
-def _check_registration_rate(task: Task, owner) -> None:
-    """Refuse a registration beyond ``MODELS_HUB_REGISTRATIONS_PER_DAY`` per user and task.
-
-    Every model evaluated on a task's datasets learns something of them, so registering many
-    models to probe a test set must not scale. The task's owners are not limited; 0 turns
-    the limit off. Raises ``TooManyRequests`` (429) with ``wait_seconds``.
-    """
-    limit = int(getattr(settings, "MODELS_HUB_REGISTRATIONS_PER_DAY", 0) or 0)
-    if limit <= 0 or can_manage_task(owner, task):
-        return
-    now = timezone.now()
-    recent = list(
-        Model.objects.filter(task=task, owner=owner, created_at__gte=now - REGISTRATION_WINDOW)
-        .order_by("-created_at")
-        .values_list("created_at", flat=True)[:limit]
-    )
-    if len(recent) < limit:
-        return
-    wait = max(1, math.ceil((recent[-1] + REGISTRATION_WINDOW - now).total_seconds()))
-    raise TooManyRequests(
-        f"you registered {limit} models for this task in the last 24 hours, the most "
-        f"allowed; try again in {_duration(wait)}",
-        code="model.registration_limit",
-        details={"limit": limit, "wait_seconds": wait},
-    )
-
-
-def _duration(seconds: int) -> str:
-    hours, rest = divmod(seconds, 3600)
-    if hours:
-        return f"{hours} h {rest // 60} min"
-    return f"{max(1, math.ceil(rest / 60))} min"
-
-
 def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: Any) -> Model:
     """Register a model for ``task`` owned by ``owner`` and queue a first health check.
 
-    At most ``MODELS_HUB_REGISTRATIONS_PER_DAY`` per user and task, the task's owners apart
-    (``model.registration_limit``, 429).
+    Spends a unit of the owner's daily budget on the task (``models_hub.budget``; the
+    task's owners apart): beyond it ``model.registration_limit``, 429.
 
     ``in_loop`` puts the model in the loop of the task's current round (its latest open one).
     Left out (None), it is on when ``owner`` owns the task and the model has an endpoint, and
@@ -185,7 +148,6 @@ def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: 
     manages = can_manage_task(owner, task)
     if in_loop and not manages:
         raise PermissionDenied("only the task's owners choose the models in the loop")
-    _check_registration_rate(task, owner)
     protocol = fields.get("protocol", Protocol.DYNATASK)
     fields["endpoint_url"] = model_check_endpoint(protocol, fields.get("endpoint_url", ""))
     fields["auth_token"] = (fields.get("auth_token") or "").strip()
@@ -198,6 +160,7 @@ def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: 
         _check_loop_models(task, [model])
     try:
         with transaction.atomic():
+            budget_charge(owner, task, BudgetKind.REGISTRATION)
             model.save()
             if in_loop:
                 _loop_join_current_round(model)
@@ -239,18 +202,82 @@ def _require_editor(model: Model, user) -> None:
         raise PermissionDenied("only the model's owner or the task's owners can change it")
 
 
+TOKEN_OWNER_ONLY = "model.token_owner_only"
+
+
+def endpoint_origin(url: str) -> tuple[str, str, int | None]:
+    """Return ``(scheme, host, port)`` of ``url``, the port filled in for http and https."""
+    parts = urlsplit((url or "").strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def token_move_problem(
+    model: Model,
+    user,
+    *,
+    endpoint_url: str | None = None,
+    owner=None,
+    keeps_token: bool = True,
+) -> str:
+    """Return why ``user`` may not make this change to ``model`` with its token, or "".
+
+    A token goes only where its owner sent it: while a token is stored (and the change
+    keeps it: no new token, no clearing), only the model's owner may move the endpoint to
+    another scheme, host or port (``endpoint_url``), and nobody may hand the model to
+    another owner (``owner``). Everyone else (the task's owners, staff, superusers) clears
+    the token in the same change, or asks the model's owner.
+    """
+    if not (model.pk and model.has_token and keeps_token):
+        return ""
+    if owner is not None and owner.pk != model.owner_id:
+        return (
+            "A model changes owner without its token: clear the stored token in the same "
+            "change (the new owner enters their own)."
+        )
+    # ``model`` holds the stored values: forms check in ``clean()``, before the instance
+    # takes the new ones, and the service before it sets them.
+    moves = endpoint_url is not None and (
+        endpoint_origin(endpoint_url) != endpoint_origin(model.endpoint_url)
+    )
+    if moves and not (user and user.pk == model.owner_id):
+        return (
+            "Only the model's owner may move its endpoint to another scheme, host or port "
+            "while a token is stored: the token would be sent there. Clear the stored token "
+            "in the same change (the API's clear_auth_token), or ask the model's owner."
+        )
+    return ""
+
+
 def model_update_card(model: Model, user, **fields: Any) -> Model:
     """Update the card, endpoint settings or token of ``model``; never changes publishing.
 
     ``auth_token`` (non-empty) replaces the token, ``clear_auth_token=True`` removes it; a
     blank or missing ``auth_token`` keeps the stored one. A changed endpoint is checked again
     and resets the health status to unknown; a changed endpoint or token queues a health
-    check.
+    check. Moving the endpoint to another scheme, host or port with the stored token is the
+    model owner's alone (``token_move_problem``: 403 ``model.token_owner_only``). A changed
+    endpoint spends a unit of the editor's daily budget on the task (``models_hub.budget``:
+    429 ``model.endpoint_change_limit``).
     """
     _reject_unknown(fields, UPDATE_FIELDS)
     _require_editor(model, user)
     new_token = (fields.pop("auth_token", None) or "").strip()
     clear_token = bool(fields.pop("clear_auth_token", False))
+    problem = token_move_problem(
+        model,
+        user,
+        endpoint_url=fields.get("endpoint_url"),
+        keeps_token=not (new_token or clear_token),
+    )
+    if problem:
+        raise PermissionDenied(problem, code=TOKEN_OWNER_ONLY)
     changed: list[str] = []
     for name, value in fields.items():
         if getattr(model, name) != value:
@@ -272,6 +299,8 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
     _full_clean(model, check_cap="read_timeout" in changed)
     try:
         with transaction.atomic():
+            if "endpoint_url" in changed:
+                budget_charge(user, model.task, BudgetKind.ENDPOINT_CHANGE)
             # update_fields: a concurrent publish toggle or health write is never overwritten.
             model.save(update_fields=sorted({*changed, "updated_at"}))
     except IntegrityError:

@@ -9,7 +9,8 @@ Contract of ``request_json``:
   every address with ``ssrf.AddressPolicy`` and connects the socket to those checked addresses,
   while the Host header, TLS SNI and certificate verification keep using the hostname. Nothing
   can rebind the name between the check and the connection;
-- explicit ``(connect, read)`` timeouts always, plus a total deadline over all attempts;
+- explicit ``(connect, read)`` timeouts always, plus a total deadline over all attempts
+  (bounded by ``RetryPolicy.deadline_at`` when the caller has a deadline of its own);
 - redirects are never followed: a 3xx is ``ModelRedirect`` and its body is not read;
 - the body is streamed and at most ``max_response_bytes`` (after content decoding, so a
   compressed bomb is stopped too) are read, else ``ModelResponseTooLarge``;
@@ -92,6 +93,9 @@ class RetryPolicy:
     backoff_max_seconds: float = 2.0
     # None: the sum of every attempt's timeouts and backoffs.
     total_deadline_seconds: float | None = None
+    # A ``time.monotonic()`` value past which no attempt runs and no body is read, whatever
+    # the budget above (an evaluation turn's end: ``leaderboards.services.shards``).
+    deadline_at: float | None = None
     retry_statuses: frozenset[int] = field(default_factory=lambda: frozenset({502, 503, 504}))
 
     def backoff(self, attempt: int) -> float:
@@ -482,6 +486,8 @@ def request_json(
         )
     started = time.monotonic()
     deadline = started + budget
+    if retry.deadline_at is not None:
+        deadline = min(deadline, retry.deadline_at)
     for attempt in range(1, retry.max_attempts + 1):
         remaining = deadline - time.monotonic()
         if remaining <= 0:

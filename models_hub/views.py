@@ -100,6 +100,7 @@ class ModelEditView(LoginRequiredMixin, FormView):
         kwargs = super().get_form_kwargs()
         # A copy: a refused edit must not leave half-applied values on the page's model.
         kwargs["instance"] = Model.objects.get(pk=self.model.pk)
+        kwargs["editor"] = self.request.user
         return kwargs
 
     def get_context_data(self, **kwargs):

@@ -7,6 +7,7 @@ call.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,9 +27,22 @@ def use_client(client: model_client.ModelClient | None, retry: RetryPolicy | Non
     _retry_override = retry
 
 
-def predict(endpoint, config, task_code: str, inputs: Sequence[Mapping[str, Any]]):
-    """Call ``endpoint`` on one batch with the evaluation's client and retry policy."""
+def predict(
+    endpoint,
+    config,
+    task_code: str,
+    inputs: Sequence[Mapping[str, Any]],
+    *,
+    deadline: float | None = None,
+):
+    """Call ``endpoint`` on one batch with the evaluation's client and retry policy.
+
+    ``deadline`` (a ``time.monotonic()`` value) bounds every request of the batch, attempts,
+    backoffs and trickled bodies included (``RetryPolicy.deadline_at``).
+    """
     retry = _retry_override or EVAL_RETRY
+    if deadline is not None:
+        retry = dataclasses.replace(retry, deadline_at=deadline)
     if _client_override is not None:
         return _client_override.predict(endpoint, config, task_code, inputs, retry=retry)
     return model_client.predict(endpoint, config, task_code, inputs, retry=retry)

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboards.models import Dataset, EvaluationRun, Prediction, RunStatus, RunTrigger
+from leaderboards.services.runs import run_budget_charge
 from leaderboards.services.scores import run_finalize
 from leaderboards.services.uploads import (
     config_or_raise,
@@ -66,7 +67,8 @@ def predictions_import(
     then the missing examples count as wrong and the run and its Score keep the coverage
     (``done`` of ``total``; ``Score.covered_count`` of ``example_count``), shown as
     partial wherever the score is. The run is finalized at once, exactly like an
-    evaluated one.
+    evaluated one. ``user`` spends a unit of their daily budget on the dataset
+    (``run_budget_charge``); a refused file spends none.
     """
     if model.task_id != dataset.task_id:
         raise ServiceError("the model and the dataset belong to different tasks", code="run.task")
@@ -78,6 +80,7 @@ def predictions_import(
     known = set(output_names) | {"uid"}
     errors: list[UploadLineError] = []
     with transaction.atomic():
+        run_budget_charge(user, dataset)
         example_ids = dict(dataset.examples.values_list("uid", "pk"))
         run = EvaluationRun.objects.create(
             model=model,

@@ -19,14 +19,22 @@ from __future__ import annotations
 from django.db import transaction
 
 from leaderboards import jobs
-from leaderboards.models import Dataset, EvaluationRun, EvaluationShard, RunStatus, RunTrigger
+from leaderboards.models import (
+    AccessType,
+    Dataset,
+    EvaluationRun,
+    EvaluationShard,
+    RunStatus,
+    RunTrigger,
+)
 from leaderboards.selectors.datasets import (
     INPUTS_PRIVATE,
     INPUTS_PRIVATE_MESSAGE,
     dataset_inputs_go_to,
     task_owner_ids,
 )
-from models_hub.models import Model, ModelStatus
+from models_hub.budget import budget_charge
+from models_hub.models import BudgetKind, Model, ModelStatus
 from models_hub.selectors import model_can_edit
 from tasks.errors import PermissionDenied, ServiceError
 
@@ -40,6 +48,14 @@ DEFAULT_SHARD_SIZE = 10_000
 def _require_inputs_allowed(model: Model, dataset: Dataset) -> None:
     if not dataset_inputs_go_to(dataset, model, task_owner_ids(dataset.task)):
         raise PermissionDenied(INPUTS_PRIVATE_MESSAGE, code=INPUTS_PRIVATE)
+
+
+def run_budget_charge(user, dataset: Dataset) -> None:
+    """Spend a unit of ``user``'s daily budget on ``dataset`` for a run they asked for
+    (``models_hub.budget``: 429 ``run.daily_limit``); a ``public`` dataset's runs are free,
+    its gold being published."""
+    if user is not None and dataset.access_type != AccessType.PUBLIC:
+        budget_charge(user, dataset.task, BudgetKind.RUN, dataset_id=dataset.pk)
 
 
 def _enqueue_after_commit(run: EvaluationRun) -> None:
@@ -83,7 +99,8 @@ def evaluation_run_create(
 
     For an original dataset the runs of its perturbed copies are created too (their
     predictions feed the delta metrics of the original's Score). ``user`` (when given) must
-    own the task or the model. Shards are ``shard_size`` examples (default 10,000).
+    own the task or the model, and spends a unit of their daily budget on the dataset
+    (``run_budget_charge``). Shards are ``shard_size`` examples (default 10,000).
     """
     if model.task_id != dataset.task_id:
         raise ServiceError("the model and the dataset belong to different tasks", code="run.task")
@@ -95,6 +112,7 @@ def evaluation_run_create(
             code="run.no_endpoint",
         )
     _require_inputs_allowed(model, dataset)
+    run_budget_charge(user, dataset)
     shard_size = max(1, shard_size or DEFAULT_SHARD_SIZE)
     run = _create_one_run(model, dataset, trigger=trigger, user=user, shard_size=shard_size)
     if include_perturbations and dataset.perturbation_of_id is None:

@@ -18,10 +18,11 @@ that each change is atomic):
 When a job gives its slot back, the oldest waiting shards of its model get the free slots
 (reserved) and new jobs, enqueued at the back of the ``eval`` queue: behind every other
 model's shards that were queued meanwhile. A shard also runs at most
-``EVAL_SHARD_SLICE_SECONDS`` (default 30) per job: then it stops sending (the batches in
-flight are answered and written; ``leaderboards.services.shards.shard_execute``), gives its
-slot back and waits again, at the back. So models take turns even with one worker, and a
-model with many shards or a slow endpoint gets one slot's worth of the workers.
+``EVAL_SHARD_SLICE_SECONDS`` (default 30) per job, a turn enforced by time
+(``leaderboards.services.shards.ShardTurn``: at the deadline nothing more is sent, queued
+batches are cancelled and every batch's HTTP budget ends; what was answered is written),
+then gives its slot back and waits again, at the back. So models take turns even with one
+worker, and a model with many shards or a slow endpoint gets one slot's worth of the workers.
 
 Holds expire (``SLOT_HOLD_SECONDS``: the shard job's timeout), and a hold whose job is no
 longer alive (its worker was killed) is dropped as soon as another shard of the model wants

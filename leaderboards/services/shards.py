@@ -18,6 +18,11 @@ Retryable errors are retried by the client (``EVAL_RETRY``); a terminal error fa
 shard and the run, keeping the predictions already made, the error code and the first bad
 response (an excerpt, token scrubbed by the client).
 
+A job runs one **turn** of its shard (``ShardTurn``), and the turn is enforced by time: at
+its deadline nothing more is sent, queued batches are cancelled, and each batch's HTTP
+budget ends with the turn, so a slow or trickling model gives the worker back on time and
+its shard waits again behind the other models' work (``leaderboards.services.scheduling``).
+
 The shard that completes last claims the run with a conditional update
 (``running -> finalizing``, under a row lock), so ``finalize_run_job`` is enqueued exactly
 once (``leaderboards.services.scores.run_finalize`` then scores the run).
@@ -28,8 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +64,9 @@ WRITE_CHUNK = 1000
 IN_FLIGHT_BATCHES_PER_SLOT = 8
 RAW_EXCERPT_CHARS = 1000
 DEFAULT_PROGRESS_SECONDS = 1.0
+# A retryable error this close to the end of the turn is the turn's doing (a socket timeout
+# set to the time left may fire a hair early).
+CUT_SLACK_SECONDS = 0.05
 
 
 def progress_seconds() -> float:
@@ -137,14 +144,30 @@ def _write_predictions(run_id: int, batches: list[list[Any]]) -> int:
 
 
 def shard_execute(shard_id: int, deadline: float | None = None) -> dict[str, Any]:
-    """Run one shard (idempotent: done shards and finished runs are skipped).
+    """Run one turn of a shard (idempotent: done shards and finished runs are skipped).
 
-    With ``deadline`` (a ``time.monotonic()`` value) the shard stops sending once it has
-    passed, after one batch per HTTP thread at least: batches not yet sent are dropped, those
-    in flight are answered and written, and ``{"status": "paused"}`` is returned; the next
-    run of the shard resumes from the stored predictions (``leaderboards.services.scheduling``
-    gives the turn to other models meanwhile).
+    With ``deadline`` (a ``time.monotonic()`` value: the end of the turn) the turn is
+    enforced by time (``ShardTurn``): no batch is sent once it has passed, the batches no
+    HTTP thread has taken are cancelled, every batch's HTTP budget ends with the turn, what
+    was answered is written, and ``{"status": "paused"}`` is returned; the next turn resumes
+    from the stored predictions (``leaderboards.services.scheduling`` gives the worker to
+    other models meanwhile).
     """
+    shard = _shard_start(shard_id)
+    if not isinstance(shard, EvaluationShard):
+        return shard
+    try:
+        endpoint = endpoint_spec(shard.run.model)
+    except ModelCallError as error:
+        shard_fail(shard.pk, error.code, str(error), error.excerpt)
+        return {"status": "failed", "error_code": error.code}
+    turn = ShardTurn(shard, endpoint, deadline)
+    turn.play()
+    return turn.outcome()
+
+
+def _shard_start(shard_id: int) -> EvaluationShard | dict[str, Any]:
+    """Return the shard, marked running (its run too), or the outcome of a shard not to run."""
     shard = (
         EvaluationShard.objects.select_related(
             "run__model", "run__dataset__task", "run__config_version"
@@ -163,43 +186,151 @@ def shard_execute(shard_id: int, deadline: float | None = None) -> dict[str, Any
     EvaluationRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
         status=RunStatus.RUNNING, started_at=timezone.now()
     )
-    model = run.model
-    # Parsed once per worker process (``TaskConfigVersion.parsed`` caches by version).
-    config: TaskConfig = run.config_version.parsed
-    task_code = run.dataset.task.code
-    try:
-        endpoint = endpoint_spec(model)
-    except ModelCallError as error:
-        shard_fail(shard.pk, error.code, str(error), error.excerpt)
-        return {"status": "failed", "error_code": error.code}
-    latencies: list[float] = list(shard.batch_latencies_ms or [])
-    state = _Flush()
-    sent = 0
-    submitted = 0
-    paused = False
-    error: ModelCallError | None = None
-    last_flush = time.perf_counter()
-    progress_every = progress_seconds()
+    return shard
 
-    def flush_due() -> bool:
-        # A full write chunk, or answers waiting longer than the progress interval.
-        if state.examples >= WRITE_CHUNK:
-            return True
-        return state.examples > 0 and time.perf_counter() - last_flush >= progress_every
 
-    def call(example_ids: list[int], inputs: list[dict]):
-        return example_ids, client.predict(endpoint, config, task_code, inputs)
+class ShardTurn:
+    """One turn of one shard: send its batches, collect the answers, write them.
 
-    def collect(future: Future) -> None:
-        nonlocal error
+    The turn ends at ``deadline`` (None: when the shard is done). Its first batches, one per
+    HTTP thread, are always sent and may each run for one full attempt of the endpoint
+    (connect plus read timeout) when that is longer than the turn: a model that answers
+    within its own timeouts always moves on, and their errors are final. Every later batch
+    is sent only before the deadline, and its HTTP budget (all attempts, backoffs and a body
+    trickled byte by byte) ends with the turn. At the deadline the batches not taken by an
+    HTTP thread are cancelled, and a later batch stopped by the end of the turn (a retryable
+    error at the deadline) is not a failure: like the cancelled ones, it is sent again next
+    turn. So a turn holds its worker for at most ``max(turn, connect + read timeout)`` plus
+    the last write.
+    """
+
+    def __init__(self, shard: EvaluationShard, endpoint, deadline: float | None):
+        self.shard = shard
+        self.run = shard.run
+        self.endpoint = endpoint
+        self.deadline = deadline
+        # Parsed once per worker process (``TaskConfigVersion.parsed`` caches by version).
+        self.config: TaskConfig = self.run.config_version.parsed
+        self.task_code = self.run.dataset.task.code
+        self.latencies: list[float] = list(shard.batch_latencies_ms or [])
+        self.state = _Flush()
+        self.pending: list[Future] = []
+        self.sent = 0
+        self.submitted = 0
+        self.left_over = False  # batches left for the next turn
+        self.error: ModelCallError | None = None
+        self.last_flush = time.perf_counter()
+        self.progress_every = progress_seconds()
+
+    # -- time ---------------------------------------------------------------------------
+    def over(self, slack: float = 0.0) -> bool:
+        """Return True once the turn's deadline (less ``slack`` seconds) has passed."""
+        return self.deadline is not None and time.monotonic() >= self.deadline - slack
+
+    def time_left(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def batch_deadline(self, first_wave: bool) -> float | None:
+        """Return when the HTTP budget of a batch starting now ends (None: its own policy)."""
+        if self.deadline is None or not first_wave:
+            return self.deadline
+        one_attempt = self.endpoint.connect_timeout + self.endpoint.read_timeout
+        return max(self.deadline, time.monotonic() + one_attempt)
+
+    # -- the turn -----------------------------------------------------------------------
+    def play(self) -> None:
+        """Send the shard's batches until it is done, fails or the turn ends; write them."""
+        concurrency = self.endpoint.max_concurrency
+        # Requests queued ahead of the HTTP threads, so that they never wait for this thread
+        # while it reads the next chunk or writes predictions.
+        in_flight_cap = concurrency * IN_FLIGHT_BATCHES_PER_SLOT
+        with ThreadPoolExecutor(concurrency, thread_name_prefix="eval-shard") as pool:
+            # The first read is one batch per HTTP thread: they start while the rest is read.
+            batches = pending_batches(
+                self.run,
+                self.shard,
+                self.endpoint.batch_size,
+                first_chunk=self.endpoint.batch_size * concurrency,
+            )
+            for example_ids, inputs in batches:
+                self.wait_for_room(in_flight_cap)
+                if self.error is not None:
+                    break
+                first_wave = self.submitted < concurrency
+                if not first_wave and self.over():
+                    self.left_over = True
+                    break
+                self.pending.append(pool.submit(self.call, example_ids, inputs, first_wave))
+                self.submitted += 1
+                self.sent += len(example_ids)
+                self.flush_if_due()
+            self.drain()
+        self.flush()
+
+    def call(self, example_ids: list[int], inputs: list[dict], first_wave: bool):
+        """Send one batch (in an HTTP thread); ``(ids, None)`` when the turn stopped it."""
+        if not first_wave and self.over():
+            return example_ids, None  # taken by a thread after the deadline: never sent
+        try:
+            result = client.predict(
+                self.endpoint,
+                self.config,
+                self.task_code,
+                inputs,
+                deadline=self.batch_deadline(first_wave),
+            )
+        except ModelCallError as error:
+            if not first_wave and error.retryable and self.over(CUT_SLACK_SECONDS):
+                return example_ids, None  # stopped by the end of the turn: sent again
+            raise
+        return example_ids, result
+
+    def wait_for_room(self, cap: int) -> None:
+        """Collect the answered batches; while ``cap`` batches are queued, wait for one (or
+        for the end of the turn)."""
+        self.collect_done()
+        while len(self.pending) >= cap and not self.over():
+            wait(self.pending, timeout=self.time_left(), return_when=FIRST_COMPLETED)
+            self.collect_done()
+
+    def drain(self) -> None:
+        """Collect every queued batch; at the deadline or on an error, cancel those that no
+        HTTP thread has taken (the running ones end by their own deadline)."""
+        while self.pending:
+            stopping = self.over() or self.error is not None
+            if stopping:
+                for future in self.pending:
+                    future.cancel()
+            timeout = None if stopping else self.time_left()
+            wait(self.pending, timeout=timeout, return_when=FIRST_COMPLETED)
+            self.collect_done()
+
+    def collect_done(self) -> None:
+        """Take the answers of the finished batches out of ``pending``; write when due."""
+        waiting = []
+        for future in self.pending:
+            if future.done():
+                self.collect(future)
+            else:
+                waiting.append(future)
+        self.pending = waiting
+        self.flush_if_due()
+
+    def collect(self, future: Future) -> None:
+        if future.cancelled():
+            self.left_over = True
+            return
         try:
             example_ids, result = future.result()
         except ModelCallError as failure:
-            if error is None:
-                error = failure
+            self.error = self.error or failure
+            return
+        if result is None:
+            self.left_over = True
             return
         latency = result.request_latencies_ms[0] if result.request_latencies_ms else None
         latency = round(latency if latency is not None else result.latency_ms, 3)
+        state = self.state
         state.latencies.append(latency)
         version = (result.model_version or "")[:200]
         state.model_version = state.model_version or version
@@ -210,79 +341,51 @@ def shard_execute(shard_id: int, deadline: float | None = None) -> dict[str, Any
         )
         state.examples += len(example_ids)
 
-    def flush() -> None:
-        nonlocal last_flush
+    # -- writes -------------------------------------------------------------------------
+    def flush_if_due(self) -> None:
+        """Write on a full write chunk, or when answers waited the progress interval."""
+        examples = self.state.examples
+        if examples >= WRITE_CHUNK or (
+            examples > 0 and time.perf_counter() - self.last_flush >= self.progress_every
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the answered batches and both counters in one transaction.
+
+        A crash can never leave counters and rows out of step, and the resumable shard sends
+        what was lost again. (On PostgreSQL, eval workers started with
+        PGOPTIONS="-c synchronous_commit=off" commit without waiting for the WAL flush; that
+        loses at most the last flushes.)
+        """
+        state, run = self.state, self.run
         now = time.perf_counter()
-        latencies.extend(state.latencies)
+        self.latencies.extend(state.latencies)
         updates: dict[str, Any] = {}
         if state.model_version:
             updates["model_version"] = state.model_version
-        # One transaction per flush (the rows and both counters): a crash can never leave
-        # counters and rows out of step, and the resumable shard sends what was lost again.
-        # (On PostgreSQL, eval workers started with PGOPTIONS="-c synchronous_commit=off"
-        # commit without waiting for the WAL flush; that loses at most the last flushes.)
         with transaction.atomic():
             written = _write_predictions(run.pk, state.batches)
-            EvaluationShard.objects.filter(pk=shard.pk).update(
+            EvaluationShard.objects.filter(pk=self.shard.pk).update(
                 done=F("done") + written,
-                work_seconds=F("work_seconds") + (now - last_flush),
-                batch_latencies_ms=latencies,
+                work_seconds=F("work_seconds") + (now - self.last_flush),
+                batch_latencies_ms=self.latencies,
             )
             if written or updates:
                 EvaluationRun.objects.filter(pk=run.pk).update(done=F("done") + written, **updates)
-        state.batches = []
-        state.examples = 0
-        state.latencies = []
-        last_flush = time.perf_counter()
+        self.state = _Flush()
+        self.last_flush = time.perf_counter()
 
-    # Requests queued ahead of the HTTP threads, so that they never wait for this thread
-    # while it reads the next chunk or writes predictions.
-    in_flight_cap = endpoint.max_concurrency * IN_FLIGHT_BATCHES_PER_SLOT
-    pending: deque[Future] = deque()
-    with ThreadPoolExecutor(endpoint.max_concurrency, thread_name_prefix="eval-shard") as pool:
-        # The first read is one batch per HTTP thread: they start while the rest is read.
-        batches = pending_batches(
-            run,
-            shard,
-            endpoint.batch_size,
-            first_chunk=endpoint.batch_size * endpoint.max_concurrency,
-        )
-        for example_ids, inputs in batches:
-            while len(pending) >= in_flight_cap or (pending and pending[0].done()):
-                collect(pending.popleft())
-            if error is not None:
-                break
-            if (
-                deadline is not None
-                and submitted >= endpoint.max_concurrency
-                and time.monotonic() >= deadline
-            ):
-                paused = True
-                break
-            pending.append(pool.submit(call, example_ids, inputs))
-            submitted += 1
-            sent += len(example_ids)
-            if flush_due():
-                flush()
-        if paused:
-            # Batches no HTTP thread has taken yet are dropped: sent again next turn.
-            for future in pending:
-                future.cancel()
-        while pending:
-            future = pending.popleft()
-            if future.cancelled():
-                continue
-            collect(future)
-            if flush_due():
-                flush()
-    flush()
-    if error is not None:
-        shard_fail(shard.pk, error.code, str(error), error.excerpt)
-        return {"status": "failed", "error_code": error.code, "sent": sent}
-    if paused:
-        return {"status": "paused", "sent": sent}
-    finalize = shard_complete(shard.pk)
-    return {"status": "done", "sent": sent, "finalize": finalize}
+    def outcome(self) -> dict[str, Any]:
+        """Fail, pause or complete the shard after the turn; return what happened."""
+        if self.error is not None:
+            error = self.error
+            shard_fail(self.shard.pk, error.code, str(error), error.excerpt)
+            return {"status": "failed", "error_code": error.code, "sent": self.sent}
+        if self.left_over:
+            return {"status": "paused", "sent": self.sent}
+        finalize = shard_complete(self.shard.pk)
+        return {"status": "done", "sent": self.sent, "finalize": finalize}
 
 
 def shard_fail(shard_id: int, code: str, message: str, excerpt: str = "") -> None:

@@ -575,3 +575,20 @@ def test_the_schema_says_which_noise_the_dynascore_interval_covers_and_names_nex
     comparison = schemas["NextComparison"]["properties"]
     assert "next model is ahead" in comparison["main_metric_next_ahead"]["description"]
     assert "neither model is ahead" in comparison["main_metric_tie"]["description"]
+
+
+def test_reruns_beyond_the_daily_budget_get_a_429(
+    clients, settings, submitter, endpoint_model, datasets
+):
+    settings.MODELS_HUB_REGISTRATIONS_PER_DAY = 2
+    url = f"/api/v1/models/{endpoint_model.pk}/runs/"
+    client = client_for(submitter)
+    for _ in range(2):
+        assert client.post(url, {"dataset": "public"}, format="json").status_code == 201
+    response = client.post(url, {"dataset": "public"}, format="json")
+    error = assert_error(response, 429, "run.daily_limit")
+    assert error["details"]["limit"] == 2 and error["details"]["wait_seconds"] > 0
+    assert int(response["Retry-After"]) == error["details"]["wait_seconds"]
+    assert EvaluationRun.objects.filter(requested_by=submitter).count() == 2
+    # The task's owners are not limited.
+    assert clients["owner"].post(url, {"dataset": "public"}, format="json").status_code == 201

@@ -200,3 +200,67 @@ def test_registrations_beyond_the_daily_limit_get_a_429(clients, settings):
     assert error["details"]["limit"] == 1 and error["details"]["wait_seconds"] > 0
     assert int(response["Retry-After"]) == error["details"]["wait_seconds"]
     assert _register(clients["owner"], name="owners").status_code == 201
+
+
+# A token goes only where its owner sent it: another scheme, host or port is a move.
+MOVES = {
+    "port": "http://127.0.0.1:8/",
+    "host": "http://localhost:9/",
+    "scheme": "https://127.0.0.1:9/",
+}
+
+
+@pytest.mark.parametrize("move", sorted(MOVES))
+@pytest.mark.parametrize("role", ["owner", "admin"])  # the task's owner, a superuser
+def test_only_the_models_owner_moves_the_endpoint_with_its_token(
+    role, move, clients, endpoint_model
+):
+    url = f"/api/v1/models/{endpoint_model.pk}/"
+    response = clients[role].patch(url, {"endpoint_url": MOVES[move]}, format="json")
+    error = assert_error(response, 403, "model.token_owner_only")
+    assert "clear_auth_token" in error["message"]
+    endpoint_model.refresh_from_db()
+    assert endpoint_model.endpoint_url == "http://127.0.0.1:9/"
+    assert endpoint_spec(endpoint_model).token == SECRET
+    # Clearing the token in the same change moves the endpoint without it.
+    body = {"endpoint_url": MOVES[move], "clear_auth_token": True}
+    response = clients[role].patch(url, body, format="json")
+    assert response.status_code == 200, response.content
+    endpoint_model.refresh_from_db()
+    assert endpoint_model.endpoint_url == MOVES[move] and not endpoint_model.has_token
+
+
+def test_the_models_owner_moves_its_endpoint_and_others_change_only_the_path(
+    clients, endpoint_model
+):
+    from tests.api.conftest import client_for
+
+    url = f"/api/v1/models/{endpoint_model.pk}/"
+    # The same address, another path: the token stays with it, whoever edits.
+    response = clients["owner"].patch(url, {"endpoint_url": "http://127.0.0.1:9/v2"}, format="json")
+    assert response.status_code == 200, response.content
+    # Its owner sends it anywhere.
+    response = client_for(endpoint_model.owner).patch(
+        url, {"endpoint_url": "http://localhost:8/"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    endpoint_model.refresh_from_db()
+    assert endpoint_model.endpoint_url == "http://localhost:8/"
+    assert endpoint_spec(endpoint_model).token == SECRET
+
+
+def test_endpoint_changes_beyond_the_daily_budget_get_a_429(settings, endpoint_model):
+    from tests.api.conftest import client_for
+
+    settings.MODELS_HUB_REGISTRATIONS_PER_DAY = 1
+    client = client_for(endpoint_model.owner)
+    url = f"/api/v1/models/{endpoint_model.pk}/"
+    response = client.patch(url, {"endpoint_url": "http://127.0.0.1:8/"}, format="json")
+    assert response.status_code == 200, response.content
+    response = client.patch(url, {"endpoint_url": "http://127.0.0.1:7/"}, format="json")
+    error = assert_error(response, 429, "model.endpoint_change_limit")
+    assert int(response["Retry-After"]) == error["details"]["wait_seconds"]
+    endpoint_model.refresh_from_db()
+    assert endpoint_model.endpoint_url == "http://127.0.0.1:8/"
+    # Everything else on the card may still change.
+    assert client.patch(url, {"card": "# v2"}, format="json").status_code == 200

@@ -10,6 +10,8 @@ import re
 import pytest
 
 from leaderboards.models import Dataset, EvaluationRun, RunStatus, RunTrigger
+from models_hub.budget import budget_charge
+from models_hub.models import BudgetKind
 from tests.browser.e2e_helpers import signed_in_page
 from tests.factories import ModelFactory, TaskFactory, UserFactory
 from tests.leaderboards.evalkit import import_sentiment, sentiment_rows
@@ -75,6 +77,7 @@ def test_a_models_owner_sees_a_hidden_run_sealed_and_meets_the_limits(
         protocol="dynatask",
         endpoint_url="http://127.0.0.1:9/",
     )
+    budget_charge(researcher, task, BudgetKind.REGISTRATION)  # as its registration spent
     run = EvaluationRun.objects.create(
         model=model,
         dataset=hidden,
@@ -110,7 +113,7 @@ def test_a_models_owner_sees_a_hidden_run_sealed_and_meets_the_limits(
         page.fill("#id_name", "another-model")
         page.select_option("#id_protocol", "none")
         page.get_by_role("button", name=re.compile("Register", re.IGNORECASE)).click()
-        page.wait_for_selector("text=in the last 24 hours")
+        page.wait_for_selector("text=per task and dataset in 24 hours")
         screenshot(page, "researcher-model-register-limit")
         assert not page.js_errors, page.js_errors
     finally:

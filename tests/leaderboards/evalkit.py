@@ -16,7 +16,7 @@ from leaderboards.services.client import use_client
 from leaderboards.services.datasets import dataset_import
 from models_hub.client import ModelClient
 from models_hub.models import Model
-from models_hub.server import make_server
+from models_hub.server import ModelRequestHandler, make_server
 from models_hub.transport import RetryPolicy
 from tests.factories import TaskFactory, UserFactory
 
@@ -73,6 +73,68 @@ def serving(handler):
     try:
         yield server
     finally:
+        server.shutdown()
+        server.server_close()
+
+
+class TricklingSentiment(KeywordSentiment):
+    """``KeywordSentiment`` whose answers ``trickling`` sends slowly: each batch's body takes
+    ``seconds`` (``slow_uids``: only batches holding one of them), a few bytes at a time.
+    ``events`` (shared between handlers) records ``(name, uid)`` as batches come in."""
+
+    def __init__(self, name: str, seconds: float, *, events=None, slow_uids=None, **kwargs):
+        super().__init__(**kwargs)
+        self.name = name
+        self.seconds = seconds
+        self.events = events if events is not None else []
+        self.slow_uids = slow_uids
+        self.local = threading.local()
+        self.stopping = threading.Event()
+
+    def predict(self, batch: list[dict]) -> list[dict]:
+        uids = [item["uid"] for item in batch]
+        with self.lock:
+            self.events.extend((self.name, uid) for uid in uids)
+        slow = self.slow_uids is None or bool(set(uids) & set(self.slow_uids))
+        self.local.seconds = self.seconds if slow else 0.0
+        return super().predict(batch)
+
+
+class TrickleRequestHandler(ModelRequestHandler):
+    """The model server's handler, but a prediction's body goes out over the seconds its
+    handler chose, in ten pieces (the Content-Length is promised at once)."""
+
+    def send_json(self, status, payload) -> None:
+        handler = self.server.handler
+        seconds = getattr(handler.local, "seconds", 0.0) if self.command == "POST" else 0.0
+        handler.local.seconds = 0.0
+        if not seconds or status != 200:
+            super().send_json(status, payload)
+            return
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        step = len(data) // 10 + 1
+        with contextlib.suppress(OSError):
+            for first in range(0, len(data), step):
+                if handler.stopping.wait(seconds / 10):
+                    return
+                self.wfile.write(data[first : first + step])
+                self.wfile.flush()
+
+
+@contextlib.contextmanager
+def trickling(handler: TricklingSentiment):
+    """Serve ``handler`` with trickled answers on a loopback port."""
+    server = make_server(handler, "127.0.0.1", 0)
+    server.RequestHandlerClass = TrickleRequestHandler
+    server.start_in_thread()
+    try:
+        yield server
+    finally:
+        handler.stopping.set()
         server.shutdown()
         server.server_close()
 

@@ -152,6 +152,17 @@ class MisbehavingHandler(JSONHandler):
         elif path == "/slow":
             time.sleep(self.server.settings.get("sleep_seconds", 1.0))
             self.reply(200, good)
+        elif path == "/trickle":
+            # Promises a body, then sends a byte every 0.1 s: no single read ever times out.
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(200):  # 20 s at most
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
         elif path == "/500":
             self.reply(500, {"error": "boom"})
         elif path == "/503":

@@ -7,6 +7,7 @@ loopback servers.
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -226,6 +227,20 @@ def test_total_deadline_stops_retries(sentiment_config, misbehaving_server):
             endpoint(misbehaving_server.url + "slow"), sentiment_config, "s", sentiment_inputs(1)
         )
     assert misbehaving_server.hits["/slow"] <= 2
+
+
+def test_a_callers_deadline_ends_a_trickled_body(sentiment_config, misbehaving_server):
+    """A body trickled byte by byte never trips the read timeout; the caller's deadline
+    (an evaluation turn's end) stops it, far inside the request's own budget (one attempt of
+    30 s, longer than the server trickles: without the deadline the body broke off)."""
+    model_client = ModelClient(
+        retry=RetryPolicy(max_attempts=1, deadline_at=time.monotonic() + 0.5)
+    )
+    target = endpoint(misbehaving_server.url + "trickle", read_timeout=30.0)
+    with pytest.raises(ModelTimeout) as caught:
+        model_client.predict(target, sentiment_config, "s", sentiment_inputs(1))
+    assert "total deadline" in str(caught.value)
+    assert misbehaving_server.hits["/trickle"] == 1
 
 
 def test_bad_output_error_names_example_and_field(

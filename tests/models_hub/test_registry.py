@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from models_hub import selectors, services
-from models_hub.models import Model, ModelStatus, RoundModel
+from models_hub.models import BudgetCharge, Model, ModelStatus, RoundModel
 from tasks import services as task_services
 from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tests.factories import TaskFactory, UserFactory
@@ -242,7 +242,7 @@ def test_registrations_per_user_and_task_are_limited(task, owner, user):
 
     from tasks.errors import TooManyRequests
 
-    first, _ = register(task, user, name="a"), register(task, user, name="b")
+    register(task, user, name="a"), register(task, user, name="b")
     with pytest.raises(TooManyRequests) as caught:
         register(task, user, name="c")
     assert caught.value.code == "model.registration_limit" and caught.value.status == 429
@@ -252,7 +252,8 @@ def test_registrations_per_user_and_task_are_limited(task, owner, user):
     assert [register(task, owner, name=f"own-{n}").pk for n in range(3)]
     # A day after the first registration, one more is allowed.
     a_day_ago = timezone.now() - timedelta(days=1, seconds=1)
-    Model.objects.filter(pk=first.pk).update(created_at=a_day_ago)
+    first = BudgetCharge.objects.filter(budget__user=user, budget__task=task).earliest("created_at")
+    BudgetCharge.objects.filter(pk=first.pk).update(created_at=a_day_ago)
     assert register(task, user, name="c").pk
 
 
@@ -279,3 +280,24 @@ def test_the_read_timeout_is_capped_and_staff_raise_one_models_cap(task, user, s
     services.model_update_card(model, user, description="still slow")
     with pytest.raises(ServiceError):
         services.model_update_card(model, user, read_timeout=120)
+
+
+def test_a_token_goes_only_where_its_owner_sent_it(task, owner, user, admin_user_obj):
+    """``model_update_card``: the task's owner, staff with the task and a superuser may
+    not move a stored token to another scheme, host or port; its owner may; a change that
+    replaces or clears the token may; the port written out or left implicit is the same."""
+    model = register(task, user, auth_token=SECRET_TOKEN, endpoint_url="http://127.0.0.1/")
+    for editor in (owner, admin_user_obj):
+        with pytest.raises(PermissionDenied) as refused:
+            services.model_update_card(model, editor, endpoint_url="http://127.0.0.1:8/")
+        assert refused.value.code == services.TOKEN_OWNER_ONLY
+    model = Model.objects.get(pk=model.pk)
+    assert model.endpoint_url == "http://127.0.0.1/"
+    services.model_update_card(model, owner, endpoint_url="http://127.0.0.1:80/v1")  # same place
+    services.model_update_card(
+        model, owner, endpoint_url="http://localhost:9/", auth_token="sk-the-task-owners"
+    )
+    assert selectors.endpoint_spec(Model.objects.get(pk=model.pk)).token == "sk-the-task-owners"
+    services.model_update_card(model, user, auth_token=SECRET_TOKEN)
+    services.model_update_card(model, user, endpoint_url="http://127.0.0.1:8/")
+    assert selectors.endpoint_spec(Model.objects.get(pk=model.pk)).token == SECRET_TOKEN

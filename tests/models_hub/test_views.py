@@ -226,7 +226,7 @@ def test_registrations_beyond_the_daily_limit_are_a_form_error(web, task, user, 
     assert web.post(url, form_data(name="first")).status_code == 302
     response = web.post(url, form_data(name="second"))
     assert response.status_code == 200
-    assert "in the last 24 hours" in response.content.decode()
+    assert "a budget of 1 per task and dataset in 24 hours" in response.content.decode()
     assert Model.objects.count() == 1
 
 
@@ -253,3 +253,54 @@ def test_a_read_timeout_over_the_cap_is_a_field_error_and_staff_raise_the_cap(
     web.force_login(user)
     assert web.post(url, form_data(read_timeout="120", auth_token="")).status_code == 302
     assert Model.objects.get(pk=model.pk).read_timeout == 120
+
+
+MOVED_URL = "http://localhost:9/"
+
+
+def test_the_edit_page_refuses_moving_someone_elses_token(web, model, owner):
+    """The task's owner edits a researcher's model: another host with the stored token is
+    a field error (nothing saved); ticking "Clear the stored token" moves it without."""
+    web.force_login(owner)
+    url = reverse("models_hub:edit", args=[model.pk])
+    response = web.post(url, form_data(name="mine", endpoint_url=MOVED_URL, auth_token=""))
+    assert response.status_code == 200
+    assert "Only the model&#x27;s owner may move its endpoint" in response.content.decode()
+    model.refresh_from_db()
+    assert model.endpoint_url == URL and endpoint_spec(model).token == SECRET_TOKEN
+    data = form_data(name="mine", endpoint_url=MOVED_URL, auth_token="", clear_auth_token="on")
+    assert web.post(url, data).status_code == 302
+    model.refresh_from_db()
+    assert model.endpoint_url == MOVED_URL and not model.has_token
+
+
+def test_the_edit_page_lets_the_models_owner_move_its_token(web, model, user):
+    web.force_login(user)
+    url = reverse("models_hub:edit", args=[model.pk])
+    data = form_data(name="mine", endpoint_url=MOVED_URL, auth_token="")
+    assert web.post(url, data).status_code == 302
+    model.refresh_from_db()
+    assert model.endpoint_url == MOVED_URL and endpoint_spec(model).token == SECRET_TOKEN
+
+
+def test_the_admin_refuses_moving_a_token_to_another_address_or_owner(
+    web, model, user, admin_user_obj
+):
+    """Even a superuser: another address, or another owner, with the stored token is a
+    field error; with "Clear the stored token" both go through, without the token."""
+    web.force_login(admin_user_obj)
+    url = reverse("admin:models_hub_model_change", args=[model.pk])
+    base = form_data(task=model.task_id, owner=user.pk, name="mine", auth_token="")
+    other = UserFactory(username="new-owner")
+    for change in ({"endpoint_url": MOVED_URL}, {"owner": other.pk}):
+        response = web.post(url, {**base, **change})
+        assert response.status_code == 200, change
+        body = response.content.decode()
+        assert "clear the stored token in the same change" in body.lower(), change
+        model.refresh_from_db()
+        assert model.endpoint_url == URL and model.owner == user, change
+        assert endpoint_spec(model).token == SECRET_TOKEN, change
+    data = {**base, "endpoint_url": MOVED_URL, "owner": other.pk, "clear_auth_token": "on"}
+    assert web.post(url, data).status_code == 302
+    model.refresh_from_db()
+    assert model.endpoint_url == MOVED_URL and model.owner == other and not model.has_token

@@ -15,10 +15,12 @@ from leaderboards.services import shards
 from leaderboards.services.runs import evaluation_run_create, evaluation_run_retry
 from tests.leaderboards.evalkit import (
     KeywordSentiment,
+    TricklingSentiment,
     import_sentiment,
     make_model,
     run_worker,
     serving,
+    trickling,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -223,3 +225,88 @@ def test_a_run_smaller_than_a_write_chunk_shows_progress_within_its_shard(
     assert "100.0%" not in "".join(pages[:-1])
     run.refresh_from_db()
     assert run.status == RunStatus.FINALIZING and Prediction.objects.filter(run=run).count() == 241
+
+
+# -- turns enforced by time ------------------------------------------------------------------
+# The deadlines below are short so that a turn ends while a trickled answer is still coming;
+# the tests assert what each turn did (states, counts, which examples were sent), never how
+# long it took.
+TURN_SECONDS = 0.3
+
+
+def _turn(shard_id: int) -> dict:
+    return shards.shard_execute(shard_id, deadline=time.monotonic() + TURN_SECONDS)
+
+
+def test_a_turn_ends_at_its_deadline_and_the_shard_resumes_exactly(
+    eval_task, eval_owner, redis_connection, fast_client
+):
+    """Each batch trickles for longer than a turn: a turn sends its first batch, cancels
+    the queued ones at the deadline and pauses; the turns together send every example once
+    and store one prediction each (before, the first turn queued all six batches and held
+    the worker until the last one was answered)."""
+    handler = TricklingSentiment("slow", seconds=0.6)
+    with trickling(handler) as server:
+        model = make_model(
+            eval_task,
+            eval_owner,
+            server.url,
+            name="trickler",
+            batch_size=1,
+            max_concurrency=1,
+            connect_timeout=0.5,
+            read_timeout=3.0,
+        )
+        dataset = import_sentiment(eval_task, 6, evaluate=False)
+        run = evaluation_run_create(model, dataset, include_perturbations=False)
+        shard = run.shards.get()
+        outcomes = [_turn(shard.pk)]
+        assert outcomes[0]["status"] == "paused"
+        assert Prediction.objects.filter(run=run).count() < 6
+        while outcomes[-1]["status"] == "paused" and len(outcomes) < 20:
+            outcomes.append(_turn(shard.pk))
+    assert outcomes[-1]["status"] == "done"
+    assert len(outcomes) > 1
+    uids = [uid for _, uid in handler.events]
+    assert sorted(uids) == sorted(f"u{index}" for index in range(6))  # each sent once
+    run.refresh_from_db()
+    shard.refresh_from_db()
+    assert run.done == 6 and shard.done == 6 and run.status == RunStatus.FINALIZING
+    assert Prediction.objects.filter(run=run).count() == 6
+
+
+def test_a_batch_stopped_by_the_end_of_its_turn_is_sent_again_not_failed(
+    eval_task, eval_owner, redis_connection, fast_client
+):
+    """A later batch whose answer still trickles at the deadline is given up, not counted
+    as the model's failure: the shard pauses with the first batch stored, and the next turn
+    sends the rest again. There the batch is a first one, which gets one full attempt
+    (connect plus read timeout) and whose error is final: a body that never ends fails the
+    shard instead of pausing it forever."""
+    handler = TricklingSentiment("slow", seconds=30.0, slow_uids={"u1"})
+    with trickling(handler) as server:
+        model = make_model(
+            eval_task,
+            eval_owner,
+            server.url,
+            name="trickler",
+            batch_size=1,
+            max_concurrency=1,
+            connect_timeout=0.5,
+            read_timeout=1.0,
+        )
+        dataset = import_sentiment(eval_task, 2, evaluate=False)
+        run = evaluation_run_create(model, dataset, include_perturbations=False)
+        shard = run.shards.get()
+        first = _turn(shard.pk)
+        stored = list(Prediction.objects.filter(run=run).values_list("example__uid", flat=True))
+        run.refresh_from_db()
+        assert first["status"] == "paused" and run.status == RunStatus.RUNNING
+        assert stored == ["u0"]
+        second = _turn(shard.pk)
+    assert second == {"status": "failed", "error_code": "model.timeout", "sent": 1}
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and run.error_code == "model.timeout"
+    uids = [uid for _, uid in handler.events]
+    assert uids[:3] == ["u0", "u1", "u1"] and set(uids[1:]) == {"u1"}  # (retries of u1)
+    assert Prediction.objects.filter(run=run).count() == 1
