@@ -31,8 +31,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Campaign, CampaignWorker
-from tasks.csv_export import csv_lines
-from tasks.errors import NotFound, PermissionDenied, ServiceError
+from core.csv_export import csv_lines
+from core.errors import NotFound, PermissionDenied, ServiceError
 
 SESSION_BINDING_KEY = "campaign_binding_token"
 WORKER_SIGNATURE_PARAM = "worker_sig"

@@ -24,8 +24,8 @@ from annotation.actors import Actor
 from annotation.models import Campaign, CampaignWorker, Example, Validation, ValidationState
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add_on_commit
-from tasks.csv_export import csv_lines
-from tasks.errors import NotFound, PermissionDenied, ServiceError
+from core.csv_export import csv_lines
+from core.errors import NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 
 SIGNING_SALT = "annotation.campaign.link"

@@ -26,9 +26,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import UserRateThrottle
 
+from core import errors as service_errors
+from core.bounded_json import MAX_JSON_DEPTH
 from dynatask_site.parsers import JSONNestedTooDeep
-from tasks import errors as service_errors
-from tasks.bounded_json import MAX_JSON_DEPTH
 from tasks.serializers import JSONObjectField
 
 # --- the error shape -----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Request-body parsers of the REST API.
 
 ``BoundedJSONParser`` (the default parser, see ``settings/api.py``) is DRF's JSON parser with
-the nesting depth of the body checked first (``tasks.bounded_json``): a body nested deeper than
+the nesting depth of the body checked first (``core.bounded_json``): a body nested deeper than
 ``MAX_JSON_DEPTH`` levels is ``JSONNestedTooDeep``, a 400 with the code ``json_too_deep``,
 never a 500 from a parser that ran out of stack. A module of its own because DRF reads
 ``DEFAULT_PARSER_CLASSES`` when its views module is imported, which ``dynatask_site.api`` does.
@@ -14,7 +14,7 @@ import io
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from tasks.bounded_json import JSONTooDeep, json_check_depth
+from core.bounded_json import JSONTooDeep, json_check_depth
 
 
 class JSONNestedTooDeep(ParseError):

@@ -6,9 +6,9 @@ from django import forms
 from django.conf import settings
 from django.db import models
 
+from core.errors import ServiceError
 from models_hub import services
 from models_hub.models import Model, Protocol
-from tasks.errors import ServiceError
 from tasks.forms import BoundedJSONField
 from tasks.models import Round
 

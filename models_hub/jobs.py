@@ -33,12 +33,12 @@ from redis.exceptions import RedisError
 from rq.cron import CronScheduler
 from rq.job import Job, JobStatus
 
+from core.errors import NotFound
 from models_hub import selectors, services
 from models_hub.client import EndpointSpec, predict
 from models_hub.errors import ModelCallError, ModelConfigurationError
 from models_hub.models import Model
 from tasks.config import parse_task_config
-from tasks.errors import NotFound
 
 logger = logging.getLogger(__name__)
 

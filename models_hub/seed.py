@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from core.errors import ServiceError
 from models_hub import services
 from models_hub.demo.catalog import SERVED, DemoModel, demo_model
 from models_hub.models import Model
 from tasks.demo_registry import SeedOptions, register_seeder
-from tasks.errors import ServiceError
 from tasks.models import Task
 
 DEMO_OWNER_USERNAME = "admin"

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from tasks.bounded_json import JSONTooDeep, json_loads_bounded
+from core.bounded_json import JSONTooDeep, json_loads_bounded
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Writes of the models hub: registration, the card, publishing, the loop, health, predictions.
 
-Every refusal is a ``tasks.errors.ServiceError`` with a stable code; permission failures are
-``tasks.errors.PermissionDenied``. The auth token never appears in a message or a log line.
+Every refusal is a ``core.errors.ServiceError`` with a stable code; permission failures are
+``core.errors.PermissionDenied``. The auth token never appears in a message or a log line.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import TextField, Value
 from django.utils import timezone
 
+from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from models_hub import client, sealing, selectors
 from models_hub.budget import budget_charge
 from models_hub.client import HealthResult, PredictionResult
@@ -36,7 +37,6 @@ from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
 from models_hub.transport import RetryPolicy
 from tasks.config import TaskConfig
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
 from tasks.selectors import round_current

@@ -59,6 +59,7 @@ from urllib3.exceptions import (
 )
 from urllib3.util import connection as urllib3_connection
 
+from core.bounded_json import JSONTooDeep, json_check_depth
 from models_hub.errors import (
     ModelAddressRefused,
     ModelBadResponse,
@@ -74,7 +75,6 @@ from models_hub.errors import (
     scrub,
 )
 from models_hub.ssrf import AddressPolicy
-from tasks.bounded_json import JSONTooDeep, json_check_depth
 
 logger = logging.getLogger(__name__)
 

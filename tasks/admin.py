@@ -24,11 +24,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
+from core.errors import ServiceError
 from tasks import services
 from tasks.accounts import site_settings_get
 from tasks.config import TaskConfigError, parse_task_config
 from tasks.config.located_yaml import MAX_TEXT_LENGTH
-from tasks.errors import ServiceError
 from tasks.forms import (
     BoundedJSONField,
     ContextUploadForm,

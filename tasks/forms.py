@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.urls import reverse_lazy
 
-from tasks.bounded_json import (
+from core.bounded_json import (
     MAX_JSON_DEPTH,
     BoundedJSONDecoder,
     JSONTooDeep,

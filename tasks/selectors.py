@@ -11,7 +11,7 @@ import django_rq
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from redis.exceptions import RedisError
 
-from tasks.errors import NotFound
+from core.errors import NotFound
 from tasks.models import Context, Round, Task, UploadJob, UploadStatus
 from tasks.permissions import can_manage_task, can_view_task
 from tasks.progress import progress_percent

@@ -19,7 +19,7 @@ class JSONObjectField(serializers.JSONField):
 
 
 class UploadLineErrorSerializer(serializers.Serializer):
-    """One bad line of a refused upload (``tasks.uploads.UploadLineError``)."""
+    """One bad line of a refused upload (``core.uploads.UploadLineError``)."""
 
     line = serializers.IntegerField(help_text="1-based line of the file.")
     column = serializers.IntegerField(

@@ -31,9 +31,17 @@ from django.urls import reverse
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from core.errors import Conflict, InvalidConfig, InvalidUpload, ServiceError, UploadTooLarge
+from core.upload_streams import ProgressReader, capped_records
+from core.uploads import (
+    MAX_REPORTED_ERRORS,
+    UploadLineError,
+    detect_format,
+    iter_records,
+    parse_json_cell,
+)
 from tasks.config import TaskConfigError, parse_task_config
 from tasks.config.values import check_context
-from tasks.errors import Conflict, InvalidConfig, InvalidUpload, ServiceError, UploadTooLarge
 from tasks.models import (
     Context,
     ProposalStatus,
@@ -46,14 +54,6 @@ from tasks.models import (
     UploadStatus,
 )
 from tasks.signals import round_opened, task_config_changed
-from tasks.upload_streams import ProgressReader, capped_records
-from tasks.uploads import (
-    MAX_REPORTED_ERRORS,
-    UploadLineError,
-    detect_format,
-    iter_records,
-    parse_json_cell,
-)
 
 logger = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from annotation.live.queue import (
     live_queue,
     wait_for_job,
 )
+from core.errors import NotFound
 from models_hub.errors import ModelCallError
 from models_hub.models import Model
 from models_hub.services import predict_live
-from tasks.errors import NotFound
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from django.db import OperationalError, transaction
 
 from annotation.actors import Actor
 from annotation.models import Example, ValidationState
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 
 logger = logging.getLogger(__name__)
 

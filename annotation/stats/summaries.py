@@ -227,7 +227,7 @@ def round_by_number(task: Task, value) -> Round | None:
 
     Raises ServiceError (400) for a value that is not a number, NotFound for an unknown round.
     """
-    from tasks.errors import NotFound, ServiceError
+    from core.errors import NotFound, ServiceError
 
     if value is None or str(value).strip() == "":
         return None

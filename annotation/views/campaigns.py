@@ -17,7 +17,7 @@ from annotation import campaign_identities as identities
 from annotation import campaigns
 from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, actor_from_request
 from annotation.models import Campaign
-from tasks.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 from tasks.permissions import can_manage_campaigns
 from tasks.selectors import task_get_visible
 

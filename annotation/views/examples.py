@@ -24,7 +24,7 @@ from annotation.views.access import (
     slow_model_seconds,
     sync_wait_seconds,
 )
-from tasks.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 
 
 def _task_and_example(request, code: str, pk: int):

@@ -20,7 +20,7 @@ from annotation.selectors.tasks import task_for_reviewer
 from annotation.services.guards import InvalidInput
 from annotation.services.validations import owner_review_submit
 from annotation.views.access import annotation_view
-from tasks.errors import NotFound, PermissionDenied
+from core.errors import NotFound, PermissionDenied
 
 
 def _reviewer(request):

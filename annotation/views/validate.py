@@ -20,7 +20,7 @@ from annotation.views.access import (
     int_or_none,
     require_campaign_kind,
 )
-from tasks.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 from tasks.models import TaskConfigVersion
 
 

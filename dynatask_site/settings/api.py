@@ -28,7 +28,7 @@ REST_FRAMEWORK = {
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Throttles key anonymous calls by the address the trusted proxies saw, as sign-ins do
-    # (dynatask_site.signin): never by an X-Forwarded-For a client wrote itself.
+    # (core.signin): never by an X-Forwarded-For a client wrote itself.
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,
 }
 

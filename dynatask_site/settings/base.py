@@ -258,8 +258,8 @@ AXES_LOCKOUT_PARAMETERS = [["ip_address"], ["username"]]
 # A success must not wipe the failures: it would clear its address's count too, so an attacker
 # with one account of their own could sign in now and then and keep spraying.
 AXES_RESET_ON_SUCCESS = False
-AXES_LOCKOUT_CALLABLE = "dynatask_site.signin.lockout_response"
-AXES_CLIENT_IP_CALLABLE = "dynatask_site.signin.client_ip_address"
+AXES_LOCKOUT_CALLABLE = "core.signin.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "core.signin.client_ip_address"
 # Reverse proxies in front of the app server that append to X-Forwarded-For (0: none, and the
 # header is ignored). Set it to exactly the number of proxies (docs/security.md).
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
@@ -350,7 +350,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     # A 403 is an expected refusal: one line, never a traceback.
-    "filters": {"forbidden_on_one_line": {"()": "dynatask_site.log_filters.ForbiddenOnOneLine"}},
+    "filters": {"forbidden_on_one_line": {"()": "core.log_filters.ForbiddenOnOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {

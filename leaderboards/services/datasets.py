@@ -1,7 +1,7 @@
 """Writes of datasets: uploads, and perturbed copies uploaded or generated.
 
 Datasets
-    ``dataset_import`` streams a JSON Lines or CSV file (``tasks.uploads``), checks every line
+    ``dataset_import`` streams a JSON Lines or CSV file (``core.uploads``), checks every line
     against the task config (``tasks.config.values.check_dataset_row``) and writes rows with
     ``bulk_create`` in batches inside one transaction (at most ``UPLOAD_MAX_ROWS`` rows; a
     big file is imported by a job: ``leaderboards.services.uploads.dataset_upload``). The
@@ -35,6 +35,9 @@ from typing import IO
 from django.db import transaction
 from django.utils.text import slugify
 
+from core.errors import NotFound, PermissionDenied, ServiceError
+from core.upload_streams import capped_records
+from core.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
 from leaderboards import perturb
 from leaderboards.models import AccessType, Dataset, DatasetExample, PerturbationKind, RunTrigger
 from leaderboards.services.runs import evaluation_runs_for_dataset
@@ -46,12 +49,9 @@ from leaderboards.services.uploads import (
 )
 from tasks.config.types import FieldType, TaskConfig
 from tasks.config.values import check_dataset_row
-from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tasks.models import Task
 from tasks.permissions import can_manage_task
 from tasks.services import upload_max_rows
-from tasks.upload_streams import capped_records
-from tasks.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
 
 logger = logging.getLogger(__name__)
 

@@ -7,6 +7,8 @@ from typing import IO
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import InvalidUpload, PermissionDenied, ServiceError
+from core.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
 from leaderboards.models import Dataset, EvaluationRun, Prediction, RunStatus, RunTrigger
 from leaderboards.services.runs import run_budget_charge
 from leaderboards.services.scores import run_finalize
@@ -19,8 +21,6 @@ from leaderboards.services.uploads import (
 from models_hub.models import Model
 from models_hub.selectors import model_can_edit
 from tasks.config.values import check_prediction_row
-from tasks.errors import InvalidUpload, PermissionDenied, ServiceError
-from tasks.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
 
 PREDICTION_BATCH_SIZE = 2000
 # How many of the uids a file misses its refusal names.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from core.errors import PermissionDenied, ServiceError
 from leaderboards import jobs
 from leaderboards.models import (
     AccessType,
@@ -36,7 +37,6 @@ from leaderboards.selectors.datasets import (
 from models_hub.budget import budget_charge
 from models_hub.models import BudgetKind, Model, ModelStatus
 from models_hub.selectors import model_can_edit
-from tasks.errors import PermissionDenied, ServiceError
 
 # A shard job ends by draining its requests and the next one starts from none in flight;
 # at 2,000 examples (half a second against a local model) that drain and the job's fixed

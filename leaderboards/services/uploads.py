@@ -13,13 +13,13 @@ from typing import IO, Any
 
 from django.urls import reverse
 
-from tasks.bounded_json import json_loads_bounded
+from core.bounded_json import json_loads_bounded
+from core.errors import InvalidUpload, PermissionDenied, ServiceError
+from core.uploads import UploadLineError, parse_json_cell
 from tasks.config.types import FieldType, TaskConfig
-from tasks.errors import InvalidUpload, PermissionDenied, ServiceError
 from tasks.models import Task, UploadJob, UploadKind
 from tasks.permissions import can_manage_task
 from tasks.services import upload_check_size, upload_job_create, upload_runs_as_job
-from tasks.uploads import UploadLineError, parse_json_cell
 
 
 def config_or_raise(task: Task) -> TaskConfig:

@@ -9,9 +9,9 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views import View
 
+from core.errors import ServiceError
 from leaderboards.services.runs import evaluation_run_retry
 from leaderboards.views.common import run_detail_or_404
-from tasks.errors import ServiceError
 
 
 def _context(detail) -> dict:

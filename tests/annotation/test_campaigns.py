@@ -12,8 +12,8 @@ from annotation import campaign_identities as identities
 from annotation import campaigns
 from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, Actor
 from annotation.models import Campaign, CampaignWorker, Example, WorkerStats
+from core.errors import ServiceError
 from tasks import services as task_services
-from tasks.errors import ServiceError
 from tests.annotation.conftest import flush_counters
 from tests.factories import (
     CampaignFactory,

@@ -13,8 +13,8 @@ from annotation.models import Example, ExampleStatus, RoundStats, WorkerStats
 from annotation.stats import summaries as stats
 from annotation.stats.buffer import counters_flush
 from annotation.stats.recompute import stats_recompute
+from core.errors import ServiceError
 from tasks import services as task_services
-from tasks.errors import ServiceError
 from tests.annotation.conftest import snapshot
 from tests.factories import (
     CampaignWorkerFactory,

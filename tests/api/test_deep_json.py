@@ -11,9 +11,9 @@ import json
 import pytest
 
 from annotation.models import Example
+from core.bounded_json import MAX_JSON_DEPTH
 from leaderboards.services.datasets import dataset_import
 from models_hub.models import Model
-from tasks.bounded_json import MAX_JSON_DEPTH
 from tasks.models import Context
 from tests.api.conftest import assert_error
 from tests.factories import ContextFactory, ModelFactory

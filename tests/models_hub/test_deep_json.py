@@ -7,10 +7,10 @@ from http import HTTPStatus
 
 import pytest
 
+from core.bounded_json import MAX_JSON_DEPTH, JSONTooDeep
 from models_hub.errors import ModelBadResponse, ModelResponseTooDeep
 from models_hub.server import RequestError, parse_inputs
 from models_hub.transport import parse_json_body
-from tasks.bounded_json import MAX_JSON_DEPTH, JSONTooDeep
 from tests.models_hub.conftest import endpoint, sentiment_inputs
 
 SIZES = pytest.mark.parametrize("size", [1, 5], ids=["live", "batch"])

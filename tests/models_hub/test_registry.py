@@ -7,10 +7,10 @@ import random
 import pytest
 from django.test import override_settings
 
+from core.errors import NotFound, PermissionDenied, ServiceError
 from models_hub import selectors, services
 from models_hub.models import BudgetCharge, Model, ModelStatus, RoundModel
 from tasks import services as task_services
-from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tests.factories import TaskFactory, UserFactory
 from tests.models_hub.hub_helpers import SECRET_TOKEN, model_server
 
@@ -240,7 +240,7 @@ def test_registrations_per_user_and_task_are_limited(task, owner, user):
 
     from django.utils import timezone
 
-    from tasks.errors import TooManyRequests
+    from core.errors import TooManyRequests
 
     register(task, user, name="a"), register(task, user, name="b")
     with pytest.raises(TooManyRequests) as caught:

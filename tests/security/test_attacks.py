@@ -254,8 +254,8 @@ def test_model_registration_refuses_internal_addresses_in_the_api(
 
 
 def test_model_edit_cannot_point_an_endpoint_at_metadata(world, no_loopback_allowance):
+    from core.errors import ServiceError
     from models_hub import services
-    from tasks.errors import ServiceError
 
     with pytest.raises(ServiceError):
         services.model_update_card(

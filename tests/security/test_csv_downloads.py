@@ -20,7 +20,7 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
-from tasks.csv_export import FORMULA_PREFIXES
+from core.csv_export import FORMULA_PREFIXES
 from tests.factories import HOSTILE_CSV_CELLS as HOSTILE
 from tests.factories import (
     CampaignFactory,

@@ -12,9 +12,9 @@ from django.contrib import admin
 from django.test import RequestFactory
 from django.urls import reverse
 
+from core.bounded_json import MAX_JSON_DEPTH
 from models_hub.forms import ModelAdminForm, ModelEditForm, ModelRegisterForm
 from models_hub.models import Model
-from tasks.bounded_json import MAX_JSON_DEPTH
 from tasks.forms import BoundedJSONField
 from tests.factories import ContextFactory, UserFactory
 

@@ -8,10 +8,10 @@ from django.core.cache import cache
 
 from annotation.actors import Actor
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor, task_bundle
+from core.errors import NotFound, PermissionDenied
 from models_hub import services as hub_services
 from models_hub.models import Model, ModelStatus
 from tasks import services as task_services
-from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Round
 from tasks.permissions import is_task_owner
 from tests.factories import CampaignWorkerFactory, TaskFactory, UserFactory

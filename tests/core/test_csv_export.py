@@ -9,7 +9,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from tasks.csv_export import FORMULA_PREFIXES, csv_cell, csv_lines, csv_write
+from core.csv_export import FORMULA_PREFIXES, csv_cell, csv_lines, csv_write
 from tests.factories import HOSTILE_CSV_CELLS as HOSTILE
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
-from tasks.bounded_json import JSONTooDeep, json_loads_bounded
+from core.bounded_json import JSONTooDeep, json_loads_bounded
 
 MAX_LINE_BYTES = 1_000_000
 MAX_REPORTED_ERRORS = 100

@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from tasks.uploads import UploadLineError, detect_format, iter_csv, iter_jsonl, parse_json_cell
+from core.uploads import UploadLineError, detect_format, iter_csv, iter_jsonl, parse_json_cell
 
 
 def test_jsonl_yields_records_with_line_numbers_and_skips_blank_lines():
@@ -89,7 +89,7 @@ def test_jsonl_from_a_text_stream_that_cannot_decode_is_an_error_not_a_crash():
 
 
 def test_jsonl_skips_an_oversized_line_and_goes_on(monkeypatch):
-    monkeypatch.setattr("tasks.uploads.MAX_LINE_BYTES", 20)
+    monkeypatch.setattr("core.uploads.MAX_LINE_BYTES", 20)
     text = '{"a": 1}\n{"a": "' + "x" * 50 + '"}\n{"a" 3}\n'
     results = list(iter_jsonl(io.BytesIO(text.encode())))
     assert [(line, getattr(item, "code", None)) for line, item in results] == [

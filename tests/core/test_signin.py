@@ -10,7 +10,7 @@ import pytest
 from axes.models import AccessAttempt
 from django.test import Client, RequestFactory
 
-from dynatask_site.signin import client_ip_address
+from core.signin import client_ip_address
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from tasks.upload_streams import TOO_MANY_ROWS, ProgressReader, capped_records
-from tasks.uploads import UploadLineError, iter_records
+from core.upload_streams import TOO_MANY_ROWS, ProgressReader, capped_records
+from core.uploads import UploadLineError, iter_records
 
 
 def test_the_reader_reports_the_bytes_read_and_its_end():

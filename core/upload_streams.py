@@ -1,7 +1,7 @@
 """Streams of big uploads: a reader that reports how far it has read, and the row cap.
 
 Pure: no database, no network. ``ProgressReader`` wraps the binary stream an importer reads
-(``tasks.uploads.iter_records`` reads it through a decoder) and calls ``report(bytes read)``
+(``core.uploads.iter_records`` reads it through a decoder) and calls ``report(bytes read)``
 now and then; ``capped_records`` stops the records of a file after ``max_rows`` with an
 error naming the line, so that an importer refuses the file as it refuses a bad line.
 """
@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from tasks.uploads import UploadLineError
+from core.uploads import UploadLineError
 
 TOO_MANY_ROWS = "upload.E030"
 

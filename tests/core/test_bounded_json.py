@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from tasks.bounded_json import (
+from core.bounded_json import (
     MAX_JSON_DEPTH,
     BoundedJSONDecoder,
     JSONTooDeep,
