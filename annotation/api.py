@@ -46,8 +46,9 @@ from annotation.services import examples as services
 from annotation.services.examples import context_mark_served
 from annotation.services.validations import validation_submit
 from annotation.stats.summaries import round_by_number
+from api.permissions import require
+from api.throttles import ExampleCreateThrottle
 from core.errors import Conflict, NotFound
-from dynatask_site.api import ExampleCreateThrottle, require
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
 

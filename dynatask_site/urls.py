@@ -1,4 +1,4 @@
-"""Root URL configuration."""
+"""Root URL configuration: every app's URLs, included by name (this module imports no app)."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -10,5 +10,6 @@ urlpatterns = [
     path("", include("models_hub.urls")),
     path("", include("annotation.urls")),
     path("", include("leaderboards.urls")),
-    path("", include("dynatask_site.api_urls")),
+    path("", include("api.urls")),
+    path("", include("tasks.token_urls")),
 ]

@@ -15,7 +15,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from dynatask_site.api import require
+from api.permissions import require
 from leaderboards.models import RunTrigger
 from leaderboards.selectors.boards import (
     leaderboard_fork_get,

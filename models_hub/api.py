@@ -12,8 +12,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.permissions import require, require_signed_in
 from core.errors import NotFound, ServiceError
-from dynatask_site.api import require, require_signed_in
 from models_hub import selectors, services
 from models_hub.models import Model
 from models_hub.serializers import (

@@ -1,7 +1,7 @@
 """REST API of the tasks app: tasks, task settings, rounds and context uploads.
 
 Thin views: they parse with ``tasks.serializers``, check ``tasks.permissions`` through
-``dynatask_site.api.require`` and call ``tasks.selectors`` / ``tasks.services``, the same
+``api.permissions.require`` and call ``tasks.selectors`` / ``tasks.services``, the same
 code the pages and the admin builder use.
 """
 
@@ -15,7 +15,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from dynatask_site.api import require
+from api.permissions import require
 from tasks import selectors, services
 from tasks.models import Round, Task, UploadJob
 from tasks.permissions import can_manage_task

@@ -6,16 +6,8 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.fields import JSONObjectField
 from tasks.models import ContextSampling, Round, Task
-
-
-@extend_schema_field({"type": "object", "additionalProperties": {}})
-class JSONObjectField(serializers.JSONField):
-    """A JSON object whose keys the task config names (inputs, contexts, metadata...).
-
-    Read and written as ``JSONField`` does; the schema says it is an object, so that a
-    generated client gets a mapping rather than an untyped value.
-    """
 
 
 class UploadLineErrorSerializer(serializers.Serializer):

@@ -2,7 +2,7 @@
 
 Token authentication comes first so that an anonymous API call gets a 401 with a
 ``WWW-Authenticate: Token`` header; the session keeps working for the pages' own htmx calls.
-The stored token is a hash (``dynatask_site.api_auth.HashedTokenAuthentication``), so DRF's stock
+The stored token is a hash (``api.auth.HashedTokenAuthentication``), so DRF's stock
 ``TokenAuthentication``, which compares the raw key, is not used.
 """
 
@@ -13,15 +13,15 @@ from dynatask_site.settings.base import REST_FRAMEWORK, SPECTACULAR_SETTINGS, TR
 REST_FRAMEWORK = {
     **REST_FRAMEWORK,
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "dynatask_site.api_auth.HashedTokenAuthentication",
+        "api.auth.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_SCHEMA_CLASS": "dynatask_site.api.DynataskAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.DynataskAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON by default, nested at most MAX_JSON_DEPTH (64) levels (deeper: 400 json_too_deep);
     # upload endpoints opt into multipart themselves.
-    "DEFAULT_PARSER_CLASSES": ["dynatask_site.parsers.BoundedJSONParser"],
-    "EXCEPTION_HANDLER": "dynatask_site.api.exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         # Example creation calls a live model: keep scripts from flooding it.
         "examples": os.environ.get("API_THROTTLE_EXAMPLES", "60/min"),

@@ -402,7 +402,7 @@ def _group(world):
 def _token(world):
     from rest_framework.authtoken.models import TokenProxy
 
-    from dynatask_site.api_auth import api_token_create
+    from api.auth import api_token_create
 
     api_token_create(world.users["worker"])
     return TokenProxy.objects.get(user=world.users["worker"])

@@ -298,7 +298,7 @@ def test_model_token_never_appears_in_pages_api_or_logs(world, caplog):
 def test_api_token_is_shown_once_and_stored_hashed(world):
     from rest_framework.authtoken.models import Token
 
-    from dynatask_site.api_auth import api_token_create
+    from api.auth import api_token_create
 
     raw = api_token_create(world.users["worker"])
     assert not Token.objects.filter(key=raw).exists()

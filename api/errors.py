@@ -1,4 +1,4 @@
-"""Shared plumbing of the REST API: the error shape, token auth, permissions and throttles.
+"""The REST API's error shape and the exception handler that gives every error that shape.
 
 Every error the API returns has one shape, documented once as ``Error`` in the schema::
 
@@ -7,29 +7,25 @@ Every error the API returns has one shape, documented once as ``Error`` in the s
 ``code`` is stable (tests and scripts match on it), ``message`` is for people and
 ``details`` holds structured extras (field errors, upload line errors, retry delays).
 
-Permission rules are never stated here: ``TaskRule`` wraps a function of
-``tasks.permissions`` so that the API and the pages ask the very same question.
+The rest of the API's plumbing sits beside this module: ``api.auth`` (tokens),
+``api.parsers``, ``api.permissions``, ``api.throttles``, ``api.schema`` and ``api.urls``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
-from drf_spectacular.openapi import AutoSchema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
-from rest_framework.throttling import UserRateThrottle
 
+from api.fields import JSONObjectField
+from api.parsers import JSONNestedTooDeep
 from core import errors as service_errors
 from core.bounded_json import MAX_JSON_DEPTH
-from dynatask_site.parsers import JSONNestedTooDeep
-from tasks.serializers import JSONObjectField
 
 # --- the error shape -----------------------------------------------------------------------
 
@@ -184,71 +180,3 @@ def _first_message(details: Any) -> str:
 def json_not_found(request, *args, **kwargs) -> JsonResponse:
     """The JSON 404 of any unknown URL under /api/."""
     return JsonResponse(error_body("not_found", "no such API endpoint"), status=404)
-
-
-# --- the schema ------------------------------------------------------------------------------
-
-ERROR_STATUSES = {
-    "400": "The request is not valid (see `details`).",
-    "401": "No valid API token or session.",
-    "403": "Signed in, but this is not allowed.",
-    "404": "Not found, or not visible to you.",
-    "409": "Conflicts with the current state.",
-    "429": "Too many requests: wait `details.wait_seconds`.",
-}
-
-
-class DynataskAutoSchema(AutoSchema):
-    """drf-spectacular's AutoSchema, with the shared error responses on every operation."""
-
-    def _get_response_bodies(self, direction="response"):
-        responses = super()._get_response_bodies(direction)
-        for code, description in ERROR_STATUSES.items():
-            if code not in responses:
-                response = self._get_response_for_code(ErrorSerializer, code, direction=direction)
-                response["description"] = description
-                responses[code] = response
-        return responses
-
-
-# --- permissions ---------------------------------------------------------------------------
-
-Rule = Callable[[Any, Any], bool]
-
-
-def require(request, rule: Rule, obj: Any, message: str = "you are not allowed to do this"):
-    """Raise unless ``rule(request.user, obj)`` holds; ``rule`` comes from tasks.permissions.
-
-    Anonymous callers get a 401 (so scripts know to send a token), others a 403.
-    """
-    if rule(request.user, obj):
-        return
-    if not request.user.is_authenticated:
-        raise exceptions.NotAuthenticated()
-    raise exceptions.PermissionDenied(message)
-
-
-def require_signed_in(request) -> None:
-    if not request.user.is_authenticated:
-        raise exceptions.NotAuthenticated()
-
-
-# --- throttles -----------------------------------------------------------------------------
-
-
-class ExampleCreateThrottle(UserRateThrottle):
-    """Example creation (POST only): the ``examples`` rate of ``DEFAULT_THROTTLE_RATES``.
-
-    Keyed by user (by IP for anonymous calls); reading examples is not throttled.
-    """
-
-    scope = "examples"
-
-    def get_rate(self):
-        # Read the settings at call time (DRF caches them on the class at import).
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
-
-    def allow_request(self, request, view):
-        if request.method != "POST":
-            return True
-        return super().allow_request(request, view)

@@ -1,6 +1,6 @@
 """API tokens: one per user, only a hash of the key stored, and DRF authentication with it.
 
-Kept apart from ``dynatask_site.api`` because DRF imports authentication classes while
+Kept apart from ``api.errors`` because DRF imports authentication classes while
 ``rest_framework.views`` loads; this module imports nothing that imports the views.
 """
 

@@ -4,7 +4,7 @@
 the nesting depth of the body checked first (``core.bounded_json``): a body nested deeper than
 ``MAX_JSON_DEPTH`` levels is ``JSONNestedTooDeep``, a 400 with the code ``json_too_deep``,
 never a 500 from a parser that ran out of stack. A module of its own because DRF reads
-``DEFAULT_PARSER_CLASSES`` when its views module is imported, which ``dynatask_site.api`` does.
+``DEFAULT_PARSER_CLASSES`` when its views module is imported, which ``api.errors`` does.
 """
 
 from __future__ import annotations
