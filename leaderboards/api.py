@@ -54,9 +54,9 @@ from leaderboards.serializers import (
     SnapshotSerializer,
 )
 from leaderboards.services.boards import fork_create, snapshot_create
+from leaderboards.services.dataset_uploads import dataset_upload
 from leaderboards.services.predictions import predictions_import
 from leaderboards.services.runs import evaluation_run_create, evaluation_run_retry
-from leaderboards.services.uploads import dataset_upload
 from leaderboards.tables.results import DATASET_PARAMETER_PREFIX, METRIC_PARAMETER_PREFIX
 from models_hub.selectors import model_can_edit, model_get_visible
 from tasks.models import UploadJob

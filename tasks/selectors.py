@@ -15,6 +15,7 @@ from core.errors import NotFound
 from tasks.models import Context, Round, Task, UploadJob, UploadStatus
 from tasks.permissions import can_manage_task, can_view_task
 from tasks.progress import progress_percent
+from tasks.upload_jobs import UPLOAD_PROGRESS_KEY
 
 
 def task_list_visible(user) -> QuerySet[Task]:
@@ -139,8 +140,6 @@ def upload_job_get_visible(pk: int, user) -> UploadJob:
 
 def upload_progress(upload: UploadJob, *, now: float | None = None, connection=None):
     """Return the progress of ``upload`` (bytes read, from Redis while the job runs)."""
-    from tasks.services import UPLOAD_PROGRESS_KEY  # services import this module
-
     total = upload.size
     done = 0
     if upload.status == UploadStatus.DONE:

@@ -4,7 +4,7 @@ Datasets
     ``dataset_import`` streams a JSON Lines or CSV file (``core.uploads``), checks every line
     against the task config (``tasks.config.values.check_dataset_row``) and writes rows with
     ``bulk_create`` in batches inside one transaction (at most ``UPLOAD_MAX_ROWS`` rows; a
-    big file is imported by a job: ``leaderboards.services.uploads.dataset_upload``). The
+    big file is imported by a job: ``leaderboards.services.dataset_uploads.dataset_upload``). The
     first bad line stops the writing,
     not the checking; up to 100 problems are collected, each naming its line, and the
     transaction is rolled back (``InvalidUpload``). Re-uploading a slug replaces its rows and
@@ -51,7 +51,7 @@ from tasks.config.types import FieldType, TaskConfig
 from tasks.config.values import check_dataset_row
 from tasks.models import Task
 from tasks.permissions import can_manage_task
-from tasks.services import upload_max_rows
+from tasks.upload_jobs import upload_max_rows
 
 logger = logging.getLogger(__name__)
 

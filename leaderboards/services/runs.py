@@ -19,7 +19,6 @@ from __future__ import annotations
 from django.db import transaction
 
 from core.errors import PermissionDenied, ServiceError
-from leaderboards import jobs
 from leaderboards.models import (
     AccessType,
     Dataset,
@@ -34,6 +33,7 @@ from leaderboards.selectors.datasets import (
     dataset_inputs_go_to,
     task_owner_ids,
 )
+from leaderboards.services.scheduling import enqueue_run
 from models_hub.budget import budget_charge
 from models_hub.models import BudgetKind, Model, ModelStatus
 from models_hub.selectors import model_can_edit
@@ -60,7 +60,7 @@ def run_budget_charge(user, dataset: Dataset) -> None:
 
 def _enqueue_after_commit(run: EvaluationRun) -> None:
     run_id = run.pk
-    transaction.on_commit(lambda: jobs.enqueue_run(run_id))
+    transaction.on_commit(lambda: enqueue_run(run_id))
 
 
 def _create_one_run(
