@@ -67,7 +67,7 @@ def test_invalid_json_and_empty_file(eval_task, file_model):
     assert (2, "upload.E003") in _codes(caught.value)
     with pytest.raises(InvalidUpload) as caught:
         predictions_import(file_model, dataset, io.BytesIO(b""), filename="p.jsonl")
-    assert _codes(caught.value) == [(0, "upload.E008")]
+    assert _codes(caught.value) == [(1, "upload.E008")]
     assert not EvaluationRun.objects.exists()
 
 
@@ -134,7 +134,7 @@ def test_a_file_missing_ids_is_refused_naming_the_first_ones_and_their_count(eva
     assert "missing 8 of 12 ids: u1, u3, u6, u7, u8, …" in error.message
     assert error.details["missing_ids"] == ["u1", "u3", "u6", "u7", "u8"]
     assert (error.details["missing_count"], error.details["total"]) == (8, 12)
-    assert _codes(error) == [(0, "upload.E024")]
+    assert _codes(error) == [(1, "upload.E024")]
     assert not EvaluationRun.objects.exists() and not Prediction.objects.exists()
 
     # Fewer missing than named: every one, and no ellipsis.
@@ -170,3 +170,17 @@ def test_a_partial_file_is_scored_with_its_coverage(eval_task, file_model):
     predictions_import(file_model, dataset, jsonl(rows), filename="p.jsonl", partial=True)
     score.refresh_from_db()
     assert (score.covered_count, score.is_partial) == (8, False)
+
+
+@pytest.mark.django_db
+def test_a_file_with_400_bad_lines_reports_the_first_100_of_400(eval_task, file_model):
+    dataset = import_sentiment(eval_task, 2, evaluate=False)
+    payload = io.BytesIO(b"{not json\n" * 400)
+    with pytest.raises(InvalidUpload) as caught:
+        predictions_import(file_model, dataset, payload, filename="p.jsonl")
+    error = caught.value
+    assert error.message == (
+        "the first 100 of 400 problems in the predictions file; nothing was imported"
+    )
+    assert [line for line, _code in _codes(error)] == list(range(1, 101))
+    assert error.details["error_count"] == 400
