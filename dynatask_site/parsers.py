@@ -3,7 +3,7 @@
 ``BoundedJSONParser`` (the default parser, see ``settings/api.py``) is DRF's JSON parser with
 two guards first, each linear in the body:
 
-- size: a body over ``API_MAX_JSON_BODY_BYTES`` (1 MB by default) is ``JSONBodyTooLarge``, a
+- size: a body over ``API_MAX_JSON_BODY_BYTES`` (2 MiB by default) is ``JSONBodyTooLarge``, a
   413 with the code ``body_too_large`` that names the limit. A Content-Length over it is
   refused before anything is read; without one, at most the limit plus one byte is read;
 - depth (``tasks.bounded_json``): a body nested deeper than ``MAX_JSON_DEPTH`` levels is
@@ -50,19 +50,35 @@ def _too_large(limit: int) -> JSONBodyTooLarge:
     )
 
 
-def read_capped(stream, parser_context: dict | None, limit: int) -> bytes:
-    """Return the body of ``stream``, or raise ``JSONBodyTooLarge`` when it is over ``limit``."""
+def _declared_length(parser_context: dict | None) -> int | None:
     request = (parser_context or {}).get("request")
     declared = request.META.get("CONTENT_LENGTH") if request is not None else None
     try:
-        if declared and int(declared) > limit:
-            raise _too_large(limit)
+        return int(declared) if declared else None
     except ValueError:
-        pass  # a Content-Length that is not a number: the read below caps the body
-    raw = stream.read(limit + 1)
-    if len(raw) > limit:
+        return None  # not a number: the capped read below still bounds the body
+
+
+def read_capped(stream, parser_context: dict | None, limit: int) -> bytes:
+    """Return the body of ``stream``, or raise ``JSONBodyTooLarge`` when it is over ``limit``.
+
+    A declared Content-Length over the limit is refused before anything is read; otherwise
+    at most ``limit + 1`` bytes are read, whatever the stream holds.
+    """
+    declared = _declared_length(parser_context)
+    if declared is not None and declared > limit:
         raise _too_large(limit)
-    return raw
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = stream.read(limit + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > limit:
+        raise _too_large(limit)
+    return b"".join(chunks)
 
 
 class BoundedJSONParser(JSONParser):

@@ -41,8 +41,9 @@ REST_FRAMEWORK = {
 }
 
 # The largest JSON request body the API reads (dynatask_site.parsers): over it, 413
-# body_too_large. Files go by multipart uploads, which UPLOAD_MAX_BYTES bounds instead.
-API_MAX_JSON_BODY_BYTES = int(os.environ.get("API_MAX_JSON_BODY_BYTES", str(1024 * 1024)))
+# body_too_large. 2 MiB holds the largest config (200,000 characters, escaped as \uXXXX)
+# with room; files go by multipart uploads, which UPLOAD_MAX_BYTES bounds instead.
+API_MAX_JSON_BODY_BYTES = int(os.environ.get("API_MAX_JSON_BODY_BYTES", str(2 * 1024 * 1024)))
 
 SPECTACULAR_SETTINGS = {
     **SPECTACULAR_SETTINGS,
