@@ -46,7 +46,8 @@ from annotation.services import examples as services
 from annotation.services.examples import context_mark_served
 from annotation.services.validations import validation_submit
 from annotation.stats.summaries import round_by_number
-from dynatask_site.api import ExampleCreateThrottle, require
+from dynatask_site.api import require
+from dynatask_site.throttles import ExampleCreateThrottle, WriteRateThrottle
 from tasks.errors import Conflict, NotFound
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
@@ -113,7 +114,7 @@ class ContextSampleView(APIView):
 
 
 class TaskExampleListView(generics.GenericAPIView):
-    throttle_classes = [ExampleCreateThrottle]
+    throttle_classes = [ExampleCreateThrottle, WriteRateThrottle]
     serializer_class = ExampleSerializer
 
     @extend_schema(

@@ -1,4 +1,6 @@
-"""Shared plumbing of the REST API: the error shape, token auth, permissions and throttles.
+"""Shared plumbing of the REST API: the error shape, token auth and permissions.
+
+The throttles are in ``dynatask_site.throttles``, the body parser in ``dynatask_site.parsers``.
 
 Every error the API returns has one shape, documented once as ``Error`` in the schema::
 
@@ -23,10 +25,8 @@ from django.http import Http404, JsonResponse
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
-from rest_framework.throttling import UserRateThrottle
 
-from dynatask_site.parsers import JSONNestedTooDeep
+from dynatask_site.parsers import JSONBodyTooLarge, JSONNestedTooDeep, max_json_body_bytes
 from tasks import errors as service_errors
 from tasks.bounded_json import MAX_JSON_DEPTH
 from tasks.serializers import JSONObjectField
@@ -73,6 +73,7 @@ def error_response(code: str, message: str, status_code: int, details: Any = Non
 
 _DRF_CODES = {
     JSONNestedTooDeep: "json_too_deep",
+    JSONBodyTooLarge: "body_too_large",
     exceptions.NotAuthenticated: "not_authenticated",
     exceptions.AuthenticationFailed: "authentication_failed",
     exceptions.PermissionDenied: "permission_denied",
@@ -132,6 +133,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         message = str(exc.detail)
     elif isinstance(exc, JSONNestedTooDeep):
         details = {"max_depth": MAX_JSON_DEPTH}
+        message = str(exc.detail)
+    elif isinstance(exc, JSONBodyTooLarge):
+        details = {"max_bytes": max_json_body_bytes()}
         message = str(exc.detail)
     else:
         details = {}
@@ -194,6 +198,7 @@ ERROR_STATUSES = {
     "403": "Signed in, but this is not allowed.",
     "404": "Not found, or not visible to you.",
     "409": "Conflicts with the current state.",
+    "413": "The JSON body is over `details.max_bytes` (API_MAX_JSON_BODY_BYTES).",
     "429": "Too many requests: wait `details.wait_seconds`.",
 }
 
@@ -231,24 +236,3 @@ def require(request, rule: Rule, obj: Any, message: str = "you are not allowed t
 def require_signed_in(request) -> None:
     if not request.user.is_authenticated:
         raise exceptions.NotAuthenticated()
-
-
-# --- throttles -----------------------------------------------------------------------------
-
-
-class ExampleCreateThrottle(UserRateThrottle):
-    """Example creation (POST only): the ``examples`` rate of ``DEFAULT_THROTTLE_RATES``.
-
-    Keyed by user (by IP for anonymous calls); reading examples is not throttled.
-    """
-
-    scope = "examples"
-
-    def get_rate(self):
-        # Read the settings at call time (DRF caches them on the class at import).
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
-
-    def allow_request(self, request, view):
-        if request.method != "POST":
-            return True
-        return super().allow_request(request, view)

@@ -48,10 +48,11 @@ from tasks.models import (
 from tasks.signals import round_opened, task_config_changed
 from tasks.upload_streams import ProgressReader, capped_records
 from tasks.uploads import (
-    MAX_REPORTED_ERRORS,
     UploadLineError,
+    UploadProblems,
     detect_format,
     iter_records,
+    no_records_error,
     parse_json_cell,
 )
 
@@ -286,7 +287,7 @@ def contexts_import(
     if config is None:
         raise ServiceError("the task has no config yet", code="task.no_config")
     fmt = detect_format(filename, fmt)
-    errors: list[UploadLineError] = []
+    errors = UploadProblems()
     count = 0
     with transaction.atomic():
         rounds = task.rounds.all()
@@ -320,22 +321,17 @@ def contexts_import(
                         )
                     )
                     count += 1
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                break
             if len(batch) >= CONTEXT_BATCH_SIZE:
                 Context.objects.bulk_create(batch)
                 batch = []
         if not errors and count == 0:
-            errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
+            errors.append(no_records_error())
         if errors:
             transaction.set_rollback(True)
         elif batch:
             Context.objects.bulk_create(batch)
     if errors:
-        raise InvalidUpload(
-            f"{len(errors)} problem(s) in the upload; nothing was imported",
-            details={"errors": [error.as_dict() for error in errors]},
-        )
+        raise InvalidUpload(errors.summary("upload"), details=errors.details())
     return count
 
 

@@ -20,7 +20,13 @@ from models_hub.models import Model
 from models_hub.selectors import model_can_edit
 from tasks.config.values import check_prediction_row
 from tasks.errors import InvalidUpload, PermissionDenied, ServiceError
-from tasks.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
+from tasks.uploads import (
+    UploadLineError,
+    UploadProblems,
+    detect_format,
+    iter_records,
+    no_records_error,
+)
 
 PREDICTION_BATCH_SIZE = 2000
 # How many of the uids a file misses its refusal names.
@@ -37,7 +43,7 @@ def missing_ids_error(missing: list[str], total: int) -> InvalidUpload:
         "add them, or accept the file as partial (partial=true): the missing examples then "
         "count as wrong and the score is marked partial"
     )
-    error = UploadLineError(0, MISSING_IDS, message, "uid")
+    error = UploadLineError(1, MISSING_IDS, message, "uid")  # the whole file: its line 1
     return InvalidUpload(
         message,
         details={
@@ -78,7 +84,7 @@ def predictions_import(
     fmt = detect_format(filename, fmt)
     output_names = config.output_names
     known = set(output_names) | {"uid"}
-    errors: list[UploadLineError] = []
+    errors = UploadProblems()
     with transaction.atomic():
         run_budget_charge(user, dataset)
         example_ids = dict(dataset.examples.values_list("uid", "pk"))
@@ -127,14 +133,11 @@ def predictions_import(
                         )
                     )
                     count += 1
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                del errors[MAX_REPORTED_ERRORS:]
-                break
             if len(batch) >= PREDICTION_BATCH_SIZE:
                 Prediction.objects.bulk_create(batch)
                 batch = []
         if not errors and count == 0:
-            errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
+            errors.append(no_records_error())
         missing = [] if errors or partial else [uid for uid in example_ids if uid not in seen]
         if errors or missing:
             transaction.set_rollback(True)

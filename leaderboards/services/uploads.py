@@ -19,7 +19,7 @@ from tasks.errors import InvalidUpload, PermissionDenied, ServiceError
 from tasks.models import Task, UploadJob, UploadKind
 from tasks.permissions import can_manage_task
 from tasks.services import upload_check_size, upload_job_create, upload_runs_as_job
-from tasks.uploads import UploadLineError, parse_json_cell
+from tasks.uploads import UploadLineError, UploadProblems, parse_json_cell
 
 
 def config_or_raise(task: Task) -> TaskConfig:
@@ -74,12 +74,9 @@ def normalise_csv_row(config: TaskConfig, record: dict) -> dict:
     return row
 
 
-def upload_error(errors: list[UploadLineError], what: str) -> InvalidUpload:
-    """Return the error that reports every problem of an upload (nothing was imported)."""
-    return InvalidUpload(
-        f"{len(errors)} problem(s) in the {what}; nothing was imported",
-        details={"errors": [error.as_dict() for error in errors]},
-    )
+def upload_error(errors: UploadProblems, what: str) -> InvalidUpload:
+    """Return the error that reports the problems of an upload (nothing was imported)."""
+    return InvalidUpload(errors.summary(what), details=errors.details())
 
 
 def row_problems(line: int, row: dict, known: set[str], what: str, issues) -> list:
