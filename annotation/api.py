@@ -47,7 +47,7 @@ from annotation.services.examples import context_mark_served
 from annotation.services.validations import validation_submit
 from annotation.stats.summaries import round_by_number
 from api.permissions import require
-from api.throttles import ExampleCreateThrottle
+from api.throttles import ExampleCreateThrottle, WriteRateThrottle
 from core.errors import Conflict, NotFound
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
@@ -114,7 +114,7 @@ class ContextSampleView(APIView):
 
 
 class TaskExampleListView(generics.GenericAPIView):
-    throttle_classes = [ExampleCreateThrottle]
+    throttle_classes = [ExampleCreateThrottle, WriteRateThrottle]
     serializer_class = ExampleSerializer
 
     @extend_schema(

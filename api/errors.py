@@ -23,7 +23,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from api.fields import JSONObjectField
-from api.parsers import JSONNestedTooDeep
+from api.parsers import JSONBodyTooLarge, JSONNestedTooDeep, max_json_body_bytes
 from core import errors as service_errors
 from core.bounded_json import MAX_JSON_DEPTH
 
@@ -69,6 +69,7 @@ def error_response(code: str, message: str, status_code: int, details: Any = Non
 
 _DRF_CODES = {
     JSONNestedTooDeep: "json_too_deep",
+    JSONBodyTooLarge: "body_too_large",
     exceptions.NotAuthenticated: "not_authenticated",
     exceptions.AuthenticationFailed: "authentication_failed",
     exceptions.PermissionDenied: "permission_denied",
@@ -128,6 +129,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         message = str(exc.detail)
     elif isinstance(exc, JSONNestedTooDeep):
         details = {"max_depth": MAX_JSON_DEPTH}
+        message = str(exc.detail)
+    elif isinstance(exc, JSONBodyTooLarge):
+        details = {"max_bytes": max_json_body_bytes()}
         message = str(exc.detail)
     else:
         details = {}

@@ -15,6 +15,7 @@ ERROR_STATUSES = {
     "403": "Signed in, but this is not allowed.",
     "404": "Not found, or not visible to you.",
     "409": "Conflicts with the current state.",
+    "413": "The JSON body is over `details.max_bytes` (API_MAX_JSON_BODY_BYTES).",
     "429": "Too many requests: wait `details.wait_seconds`.",
 }
 

@@ -20,6 +20,16 @@ so ``"-0.5"`` is written ``'-0.5``. A float's ``nan`` and infinities, which no s
 reads as numbers, are text too (``nan``, ``inf``, ``'-inf``). ``None`` is an empty cell.
 Separators, quotes and line breaks inside a cell are quoted by the ``csv`` module (minimal
 quoting, ``\\r\\n`` line ends).
+
+A spreadsheet set to another separator splits the lines at that separator, and honours a
+double quote only at the start of one of its own cells: most of continental Europe splits
+on ``;``, some programs on tabs, and a line break inside a quoted cell ends the line for
+them. There the model name ``x;=1+1;`` is three cells, the middle one a formula, whatever
+quotes the file puts around it. So inside a text cell, a ``;``, a tab or a line break that
+is followed by one of the characters above (or by a double quote, which such a program may
+read as the start of a quoted formula) gets a single quote after it: ``x;'=1+1;``. Every cell any
+separator cuts out of the text then starts as plain text. (A ``,`` needs nothing: where it
+separates, the ``csv`` module's quotes are honoured.)
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from __future__ import annotations
 import csv
 import math
 import numbers
+import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from typing import IO, Any
@@ -34,6 +45,9 @@ from typing import IO, Any
 # The characters that make a spreadsheet read a cell as a formula (OWASP: CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 NEUTRALISING_PREFIX = "'"
+# A separator of other spreadsheets (";", tab) or a line break, then what would start a
+# formula there: the single quote goes between them. One pass, a character of lookahead.
+HIDDEN_FORMULA = re.compile(r"([;\t\r\n])(?=[=+\-@\t\r\"])")
 
 Cell = str | int | float | Decimal
 
@@ -52,6 +66,7 @@ def csv_cell(value: Any) -> Cell:
     if isinstance(value, Decimal) and value.is_finite():
         return value
     text = value if isinstance(value, str) else str(value)
+    text = HIDDEN_FORMULA.sub(r"\1" + NEUTRALISING_PREFIX, text)
     if text.startswith(FORMULA_PREFIXES):
         return NEUTRALISING_PREFIX + text
     return text

@@ -10,7 +10,11 @@ of it are ours:
   from, so the real client is the ``N``-th address from the right; whatever a client wrote to
   the left of it is never read. This is DRF's rule for ``NUM_PROXIES`` too (settings/api.py
   sets it to the same count), so the API's throttles see the same address. A value that is
-  not an IP address falls back to ``REMOTE_ADDR``.
+  not an IP address falls back to ``REMOTE_ADDR``. An IPv6 address counts as its /64
+  network (``lockout_address``): one subscriber, one data centre machine, usually holds a
+  whole /64 and could send every guess from a new address of it. The lockout is keyed (and
+  stored) as the network's first address, ``2001:db8:1:2::``; an IPv4 address mapped into
+  IPv6 (``::ffff:192.0.2.1``) counts as that IPv4 address.
 - ``lockout_response(request, credentials)`` (``AXES_LOCKOUT_CALLABLE``) is the page a
   locked-out sign-in gets: a 429 that says what happened and how long to wait, with
   ``Retry-After``.
@@ -29,19 +33,39 @@ from django.shortcuts import render
 LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 
+IPV6_LOCKOUT_PREFIX = 64
+
+
+def lockout_address(address: str | None) -> str | None:
+    """Return the address sign-in failures are counted by: an IPv6 address's /64 network
+    (as its first address), an IPv4 address as it is; what is not an address, unchanged."""
+    try:
+        parsed = ipaddress.ip_address((address or "").strip())
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        network = ipaddress.IPv6Network((parsed, IPV6_LOCKOUT_PREFIX), strict=False)
+        return str(network.network_address)
+    return str(parsed)
+
+
 def client_ip_address(request: HttpRequest) -> str | None:
-    """Return the client's address: ``REMOTE_ADDR``, or the one the trusted proxies saw."""
+    """Return the address a sign-in is counted by: the client's (``REMOTE_ADDR``, or the one
+    the trusted proxies saw), an IPv6 one as its /64 network."""
     remote = request.META.get("REMOTE_ADDR")
     proxies = settings.TRUSTED_PROXY_COUNT
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if proxies <= 0 or not forwarded:
-        return remote
+        return lockout_address(remote)
     addresses = [part.strip() for part in forwarded.split(",")]
     candidate = addresses[-min(proxies, len(addresses))]
     try:
-        return str(ipaddress.ip_address(candidate))
+        ipaddress.ip_address(candidate)
     except ValueError:
-        return remote
+        return lockout_address(remote)
+    return lockout_address(candidate)
 
 
 def lockout_response(request: HttpRequest, credentials: dict | None = None) -> HttpResponse:

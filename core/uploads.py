@@ -45,6 +45,49 @@ class UploadLineError:
         }
 
 
+class UploadProblems:
+    """The problems of one upload: every one counted, the first ``keep`` of them kept.
+
+    An importer reads the whole file once it has a problem (writing nothing more), so the
+    refusal can say how many there are: "the first 100 of 400 problems". Lines count from 1;
+    a problem of the whole file (it has no records) names line 1.
+    """
+
+    def __init__(self, keep: int = MAX_REPORTED_ERRORS):
+        self.keep = keep
+        self.kept: list[UploadLineError] = []
+        self.total = 0
+
+    def append(self, error: UploadLineError) -> None:
+        self.total += 1
+        if len(self.kept) < self.keep:
+            self.kept.append(error)
+
+    def extend(self, errors) -> None:
+        for error in errors:
+            self.append(error)
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def summary(self, what: str) -> str:
+        """Say how many problems ``what`` has, and that nothing was imported."""
+        if self.total > len(self.kept):
+            counted = f"the first {len(self.kept)} of {self.total} problems"
+        else:
+            counted = f"{self.total} problem" + ("" if self.total == 1 else "s")
+        return f"{counted} in the {what}; nothing was imported"
+
+    def details(self) -> dict[str, Any]:
+        """The refusal's details: the kept problems, and how many there are in all."""
+        return {"errors": [error.as_dict() for error in self.kept], "error_count": self.total}
+
+
+def no_records_error() -> UploadLineError:
+    """The problem of a file without a single record (it names the file's first line)."""
+    return UploadLineError(1, "upload.E008", "the file has no records")
+
+
 def detect_format(filename: str, declared: str | None = None) -> str:
     """Return "jsonl" or "csv" from an explicit choice or the file name."""
     if declared in {"jsonl", "csv"}:

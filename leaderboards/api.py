@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.permissions import require
+from api.throttles import HEAVY_WRITES
 from leaderboards.models import RunTrigger
 from leaderboards.selectors.boards import (
     leaderboard_fork_get,
@@ -89,6 +90,7 @@ LEADERBOARD_PARAMETERS = [
 
 
 class DatasetListView(APIView):
+    throttle_scope = HEAVY_WRITES  # registrations, runs, forks, uploads
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -221,6 +223,8 @@ def _edits_model(user, model) -> bool:
 
 
 class ModelRunListView(APIView):
+    throttle_scope = HEAVY_WRITES  # registrations, runs, forks, uploads
+
     @extend_schema(
         tags=["evaluations"],
         summary="A model's latest run per dataset, with progress",
@@ -261,6 +265,8 @@ class RunDetailView(APIView):
 
 
 class RunRetryView(APIView):
+    throttle_scope = HEAVY_WRITES  # registrations, runs, forks, uploads
+
     @extend_schema(
         tags=["evaluations"],
         summary="Retry a failed run (stored predictions are kept)",
@@ -276,6 +282,7 @@ class RunRetryView(APIView):
 
 
 class PredictionsUploadView(APIView):
+    throttle_scope = HEAVY_WRITES  # registrations, runs, forks, uploads
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -355,6 +362,8 @@ class LeaderboardView(APIView):
 
 
 class ForkListView(APIView):
+    throttle_scope = HEAVY_WRITES  # registrations, runs, forks, uploads
+
     @extend_schema(
         tags=["leaderboards"],
         summary="Saved weightings (forks) of a leaderboard",
@@ -402,6 +411,8 @@ class ForkDetailView(APIView):
 
 
 class SnapshotListView(APIView):
+    throttle_scope = HEAVY_WRITES  # registrations, runs, forks, uploads
+
     @extend_schema(
         tags=["leaderboards"],
         summary="Snapshots (frozen tables) of a leaderboard",

@@ -193,10 +193,17 @@ def _robust(text: str, seed: int | str) -> str:
 # -- fairness ----------------------------------------------------------------------------------
 
 
+_NEXT_WORD = re.compile(r"\s*([A-Za-z]+)")
+
+
 def _next_word(text: str, end: int) -> str | None:
-    """Return the next word after ``end`` in lower case, or None at punctuation/end."""
-    match = re.match(r"\s*([A-Za-z]+)", text[end:])
-    if match is None or re.match(r"\s*[^\sA-Za-z]", text[end:]):
+    """Return the next word after ``end`` in lower case, or None at punctuation/end.
+
+    Read in place from ``end`` (no copy of the rest of the text), so the cost is the blanks
+    and the word that follow: linear over a whole text full of "her".
+    """
+    match = _NEXT_WORD.match(text, end)
+    if match is None:
         return None
     return match.group(1).lower()
 

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.permissions import require, require_signed_in
+from api.throttles import HEAVY_WRITES
 from core.errors import NotFound, ServiceError
 from models_hub import selectors, services
 from models_hub.models import Model
@@ -40,6 +41,8 @@ def _render(request, model: Model, status_code: int = status.HTTP_200_OK) -> Res
 
 
 class TaskModelListView(APIView):
+    throttle_scope = HEAVY_WRITES  # registrations, runs, forks, uploads
+
     @extend_schema(
         tags=["models"],
         summary="List a task's models you can see",

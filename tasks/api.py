@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.permissions import require
+from api.throttles import HEAVY_WRITES
 from tasks import selectors, services
 from tasks.models import Round, Task, UploadJob
 from tasks.permissions import can_manage_task
@@ -117,6 +118,7 @@ class RoundListView(APIView):
 
 
 class ContextUploadView(APIView):
+    throttle_scope = HEAVY_WRITES  # registrations, runs, forks, uploads
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(

@@ -19,10 +19,11 @@ from django.utils import timezone
 from core.errors import Conflict, InvalidConfig, InvalidUpload, ServiceError
 from core.upload_streams import capped_records
 from core.uploads import (
-    MAX_REPORTED_ERRORS,
     UploadLineError,
+    UploadProblems,
     detect_format,
     iter_records,
+    no_records_error,
     parse_json_cell,
 )
 from tasks.config import TaskConfigError, parse_task_config
@@ -278,7 +279,7 @@ def contexts_import(
     if config is None:
         raise ServiceError("the task has no config yet", code="task.no_config")
     fmt = detect_format(filename, fmt)
-    errors: list[UploadLineError] = []
+    errors = UploadProblems()
     count = 0
     with transaction.atomic():
         rounds = task.rounds.all()
@@ -312,22 +313,17 @@ def contexts_import(
                         )
                     )
                     count += 1
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                break
             if len(batch) >= CONTEXT_BATCH_SIZE:
                 Context.objects.bulk_create(batch)
                 batch = []
         if not errors and count == 0:
-            errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
+            errors.append(no_records_error())
         if errors:
             transaction.set_rollback(True)
         elif batch:
             Context.objects.bulk_create(batch)
     if errors:
-        raise InvalidUpload(
-            f"{len(errors)} problem(s) in the upload; nothing was imported",
-            details={"errors": [error.as_dict() for error in errors]},
-        )
+        raise InvalidUpload(errors.summary("upload"), details=errors.details())
     return count
 
 

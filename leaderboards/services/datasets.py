@@ -37,7 +37,13 @@ from django.utils.text import slugify
 
 from core.errors import NotFound, PermissionDenied, ServiceError
 from core.upload_streams import capped_records
-from core.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
+from core.uploads import (
+    UploadLineError,
+    UploadProblems,
+    detect_format,
+    iter_records,
+    no_records_error,
+)
 from leaderboards import perturb
 from leaderboards.models import AccessType, Dataset, DatasetExample, PerturbationKind, RunTrigger
 from leaderboards.services.runs import evaluation_runs_for_dataset
@@ -133,7 +139,7 @@ def dataset_import(
     fmt = detect_format(filename, fmt)
     perturbed = original is not None
 
-    errors: list[UploadLineError] = []
+    errors = UploadProblems()
     with transaction.atomic():
         dataset = Dataset.objects.select_for_update().filter(task=task, slug=slug).first()
         replacing = dataset is not None
@@ -174,7 +180,7 @@ def dataset_import(
         records = capped_records(iter_records(stream, fmt), upload_max_rows())
         count = _write_examples(dataset, config, records, fmt, errors, perturbed, original_uids)
         if not errors and count == 0:
-            errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
+            errors.append(no_records_error())
         if errors:
             transaction.set_rollback(True)
         else:
@@ -219,7 +225,7 @@ def _write_examples(
     config: TaskConfig,
     records: Iterable,
     fmt: str,
-    errors: list[UploadLineError],
+    errors: UploadProblems,
     perturbed: bool,
     original_uids: set[str] | None,
 ) -> int:
@@ -280,9 +286,6 @@ def _write_examples(
                     )
                 )
                 position += 1
-        if len(errors) >= MAX_REPORTED_ERRORS:
-            del errors[MAX_REPORTED_ERRORS:]
-            break
         if len(batch) >= DATASET_BATCH_SIZE:
             DatasetExample.objects.bulk_create(batch)
             batch = []

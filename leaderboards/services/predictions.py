@@ -8,7 +8,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import InvalidUpload, PermissionDenied, ServiceError
-from core.uploads import MAX_REPORTED_ERRORS, UploadLineError, detect_format, iter_records
+from core.uploads import (
+    UploadLineError,
+    UploadProblems,
+    detect_format,
+    iter_records,
+    no_records_error,
+)
 from leaderboards.models import Dataset, EvaluationRun, Prediction, RunStatus, RunTrigger
 from leaderboards.services.runs import run_budget_charge
 from leaderboards.services.scores import run_finalize
@@ -37,7 +43,7 @@ def missing_ids_error(missing: list[str], total: int) -> InvalidUpload:
         "add them, or accept the file as partial (partial=true): the missing examples then "
         "count as wrong and the score is marked partial"
     )
-    error = UploadLineError(0, MISSING_IDS, message, "uid")
+    error = UploadLineError(1, MISSING_IDS, message, "uid")  # the whole file: its line 1
     return InvalidUpload(
         message,
         details={
@@ -78,7 +84,7 @@ def predictions_import(
     fmt = detect_format(filename, fmt)
     output_names = config.output_names
     known = set(output_names) | {"uid"}
-    errors: list[UploadLineError] = []
+    errors = UploadProblems()
     with transaction.atomic():
         run_budget_charge(user, dataset)
         example_ids = dict(dataset.examples.values_list("uid", "pk"))
@@ -127,14 +133,11 @@ def predictions_import(
                         )
                     )
                     count += 1
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                del errors[MAX_REPORTED_ERRORS:]
-                break
             if len(batch) >= PREDICTION_BATCH_SIZE:
                 Prediction.objects.bulk_create(batch)
                 batch = []
         if not errors and count == 0:
-            errors.append(UploadLineError(0, "upload.E008", "the file has no records"))
+            errors.append(no_records_error())
         missing = [] if errors or partial else [uid for uid in example_ids if uid not in seen]
         if errors or missing:
             transaction.set_rollback(True)

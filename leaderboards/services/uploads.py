@@ -10,7 +10,7 @@ from typing import Any
 
 from core.bounded_json import json_loads_bounded
 from core.errors import InvalidUpload, ServiceError
-from core.uploads import UploadLineError, parse_json_cell
+from core.uploads import UploadLineError, UploadProblems, parse_json_cell
 from tasks.config.types import FieldType, TaskConfig
 from tasks.models import Task
 
@@ -67,12 +67,9 @@ def normalise_csv_row(config: TaskConfig, record: dict) -> dict:
     return row
 
 
-def upload_error(errors: list[UploadLineError], what: str) -> InvalidUpload:
-    """Return the error that reports every problem of an upload (nothing was imported)."""
-    return InvalidUpload(
-        f"{len(errors)} problem(s) in the {what}; nothing was imported",
-        details={"errors": [error.as_dict() for error in errors]},
-    )
+def upload_error(errors: UploadProblems, what: str) -> InvalidUpload:
+    """Return the error that reports the problems of an upload (nothing was imported)."""
+    return InvalidUpload(errors.summary(what), details=errors.details())
 
 
 def row_problems(line: int, row: dict, known: set[str], what: str, issues) -> list:

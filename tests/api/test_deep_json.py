@@ -11,10 +11,12 @@ import json
 import pytest
 
 from annotation.models import Example
+from api.parsers import BoundedJSONParser, JSONBodyTooLarge
 from core.bounded_json import MAX_JSON_DEPTH
 from leaderboards.services.datasets import dataset_import
 from models_hub.models import Model
 from tasks.models import Context
+from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 from tests.api.conftest import assert_error
 from tests.factories import ContextFactory, ModelFactory
 from tests.leaderboards.evalkit import sentiment_rows
@@ -192,3 +194,54 @@ def test_a_task_config_nested_too_deep_is_a_config_error(clients, depth, code):
     )
     error = assert_error(response, 400, "config.invalid")
     assert [issue["code"] for issue in error["details"]["issues"]] == [code]
+
+
+# --- the size of a JSON body, and adversarial bodies of the largest size --------------------
+
+
+def test_a_body_over_the_size_limit_is_a_413_naming_the_limit(clients, settings):
+    settings.API_MAX_JSON_BODY_BYTES = 1000
+    body = '{"name": "big", "protocol": "none", "options": {"note": "' + "x" * 1000 + '"}}'
+    response = post_json(clients["worker"], "post", "/api/v1/tasks/api-task/models/", body)
+    error = assert_error(response, 413, "body_too_large")
+    assert error["details"] == {"max_bytes": 1000}
+    assert "over 1,000 bytes" in error["message"]
+    assert "API_MAX_JSON_BODY_BYTES" in error["message"]
+    assert not Model.objects.exists()
+    # At the limit the body is read.
+    small = '{"name": "small", "protocol": "none"}'
+    response = post_json(clients["worker"], "post", "/api/v1/tasks/api-task/models/", small)
+    assert response.status_code == 201, response.content[:300]
+
+
+def test_a_body_without_a_length_is_read_up_to_the_limit_only(settings):
+    settings.API_MAX_JSON_BODY_BYTES = 10
+
+    class Endless(io.RawIOBase):
+        """A stream that never ends: only a capped read returns."""
+
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            buffer[: len(buffer)] = b" " * len(buffer)
+            return len(buffer)
+
+    with pytest.raises(JSONBodyTooLarge):
+        BoundedJSONParser().parse(io.BufferedReader(Endless()), "application/json", {})
+
+
+@pytest.mark.timeout(ADVERSARIAL_TIMEOUT)
+@pytest.mark.parametrize("name", ADVERSARIAL_NAMES)
+def test_an_adversarial_body_of_the_largest_size_is_a_quick_400(clients, settings, name):
+    size = settings.API_MAX_JSON_BODY_BYTES
+    text = adversarial_json(name, size)
+    response = clients["worker"].post(
+        "/api/v1/tasks/api-task/models/", data=text, content_type="application/json"
+    )
+    error = assert_error(response, 400)
+    assert error["code"] in {"json_too_deep", "parse_error"}
+    response = clients["worker"].post(
+        "/api/v1/tasks/api-task/models/", data=text + b" ", content_type="application/json"
+    )
+    assert_error(response, 413, "body_too_large")

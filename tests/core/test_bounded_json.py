@@ -6,14 +6,18 @@ import json
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.bounded_json import (
     MAX_JSON_DEPTH,
     BoundedJSONDecoder,
     JSONTooDeep,
     json_check_depth,
+    json_depth,
     json_loads_bounded,
 )
+from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 
 
 def nested(depth: int, leaf: str = "1") -> str:
@@ -114,3 +118,88 @@ def test_the_decoder_class_checks_first():
 
 def test_loads_options_are_passed_on():
     assert json_loads_bounded('{"a": 1.5}', parse_float=str) == {"a": "1.5"}
+
+
+# --- linear time: the check reads every byte once -----------------------------------------
+
+MODEL_ANSWER_BYTES = 2_000_000  # MODELS_HUB_MAX_RESPONSE_BYTES, the largest answer read
+
+
+def reference_depth(text: str) -> int:
+    """The depth a parser reading from the left reaches before its first error (a closing
+    bracket too many, a backslash outside a string), one character at a time."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+            if depth < 0:
+                break
+        elif char == "\\":
+            break
+    return deepest
+
+
+def object_depth(value) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(object_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(object_depth, value), default=0)
+    return 0
+
+
+@pytest.mark.timeout(ADVERSARIAL_TIMEOUT)
+@pytest.mark.parametrize("name", ADVERSARIAL_NAMES)
+def test_the_check_is_linear_on_adversarial_text_of_a_model_answers_size(name):
+    data = adversarial_json(name, MODEL_ANSWER_BYTES)
+    too_deep = reference_depth(data.decode()) > MAX_JSON_DEPTH
+    for text in (data, data.decode(), bytearray(data)):
+        if too_deep:
+            with pytest.raises(JSONTooDeep):
+                json_check_depth(text)
+        else:
+            json_check_depth(text)
+    assert json_depth(data) == reference_depth(data.decode())
+
+
+@pytest.mark.timeout(ADVERSARIAL_TIMEOUT)
+def test_the_check_is_linear_on_utf16_text():
+    text = adversarial_json("escaped-quotes-in-unclosed-string", MODEL_ANSWER_BYTES // 2)
+    with pytest.raises(JSONTooDeep):
+        json_check_depth(text.decode().encode("utf-16"))
+
+
+JSON_CHARACTERS = st.sampled_from(list('[]{}"\\ a,:1') + ["é", '\\"', '""', "\\\\"])
+TRICKY_TEXT = st.text(alphabet=st.sampled_from(list('[]{}"\\ é\u5b5b')), max_size=8)
+JSON_VALUES = st.recursive(
+    st.none() | st.integers() | TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TRICKY_TEXT, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(JSON_CHARACTERS, max_size=200).map("".join))
+def test_the_depth_is_at_least_what_a_parser_reaches_before_its_first_error(text):
+    assert json_depth(text) >= reference_depth(text)
+    assert json_depth(text.encode()) >= reference_depth(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.booleans())
+def test_the_depth_of_valid_json_is_exact(value, ascii_only):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert json_depth(text) == json_depth(text.encode()) == object_depth(value)
+    assert json_depth(text.encode("utf-16")) == object_depth(value)

@@ -154,7 +154,9 @@ def test_behind_a_trusted_proxy_a_spoofed_header_cannot_rotate_the_address(setti
         (1, "1.2.3.4, 203.0.113.7", "203.0.113.7"),  # the left part is the client's own
         (2, "1.2.3.4, 203.0.113.9, 10.0.0.1", "203.0.113.9"),
         (2, "203.0.113.9", "203.0.113.9"),
-        (1, "2001:db8::1", "2001:db8::1"),
+        (1, "2001:db8::1", "2001:db8::"),  # IPv6: its /64 network
+        (1, "2001:db8:0:1:ffff:ffff:ffff:ffff", "2001:db8:0:1::"),
+        (1, "::ffff:203.0.113.7", "203.0.113.7"),  # IPv4 mapped into IPv6
         (1, "not-an-address", "10.0.0.2"),  # never stored as an address
         (1, " 203.0.113.7 ", "203.0.113.7"),
     ],
@@ -163,6 +165,40 @@ def test_client_ip_address(settings, proxies, forwarded, expected):
     settings.TRUSTED_PROXY_COUNT = proxies
     headers = {"HTTP_X_FORWARDED_FOR": forwarded} if forwarded else {}
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.2", **headers)
+    assert client_ip_address(request) == expected
+
+
+def test_spraying_from_one_ipv6_64_network_is_locked_out():
+    """Each guess from a new address of one /64 still counts against that /64."""
+    UserFactory(username="dana")
+    statuses = [
+        sign_in(f"target{index}", "Autumn2024!", address=f"2001:db8:7:9::{index + 1:x}")[
+            0
+        ].status_code
+        for index in range(LIMIT)
+    ]
+    assert statuses == [200] * (LIMIT - 1) + [429]
+    response, client = sign_in("dana", PASSWORD, address="2001:db8:7:9:abcd:1:2:3")
+    assert_locked_out(response)
+    assert not signed_in(client)
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"2001:db8:7:9::"}
+    # The next /64 is another network.
+    response, client = sign_in("dana", PASSWORD, address="2001:db8:7:a::1")
+    assert response.status_code == 302 and signed_in(client)
+
+
+@pytest.mark.parametrize(
+    ("remote", "expected"),
+    [
+        ("2001:db8:7:9::1", "2001:db8:7:9::"),
+        ("2001:DB8:7:9:0:0:0:1", "2001:db8:7:9::"),
+        ("::ffff:198.51.100.7", "198.51.100.7"),
+        ("198.51.100.7", "198.51.100.7"),
+        ("::1", "::"),
+    ],
+)
+def test_the_remote_address_counts_an_ipv6_address_by_its_64(settings, remote, expected):
+    request = RequestFactory().get("/", REMOTE_ADDR=remote)
     assert client_ip_address(request) == expected
 
 

@@ -1,10 +1,20 @@
 """The streamed upload readers."""
 
+import csv
 import io
 
 import pytest
 
-from core.uploads import UploadLineError, detect_format, iter_csv, iter_jsonl, parse_json_cell
+from core.uploads import (
+    MAX_LINE_BYTES,
+    UploadLineError,
+    UploadProblems,
+    detect_format,
+    iter_csv,
+    iter_jsonl,
+    parse_json_cell,
+)
+from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 
 
 def test_jsonl_yields_records_with_line_numbers_and_skips_blank_lines():
@@ -136,3 +146,37 @@ def test_detect_format_and_json_cells():
     assert parse_json_cell("[not json") == "[not json"
     deep = "[" * 200 + "]" * 200
     assert parse_json_cell(deep) == deep  # deeper than 64 levels: kept as text
+
+
+def test_upload_problems_count_every_problem_and_keep_the_first():
+    problems = UploadProblems(keep=2)
+    assert not problems
+    problems.append(UploadLineError(1, "upload.E003", "bad"))
+    assert problems.summary("upload") == "1 problem in the upload; nothing was imported"
+    problems.extend(UploadLineError(line, "upload.E003", "bad") for line in range(2, 6))
+    assert problems and problems.total == 5
+    assert [error.line for error in problems.kept] == [1, 2]
+    assert problems.summary("file") == "the first 2 of 5 problems in the file; nothing was imported"
+    assert problems.details()["error_count"] == 5
+    assert len(problems.details()["errors"]) == 2
+    exact = UploadProblems(keep=3)
+    exact.extend(UploadLineError(line, "upload.E003", "bad") for line in (1, 2, 3))
+    assert exact.summary("file") == "3 problems in the file; nothing was imported"
+
+
+@pytest.mark.timeout(ADVERSARIAL_TIMEOUT)
+@pytest.mark.parametrize("name", ADVERSARIAL_NAMES)
+def test_jsonl_reads_adversarial_lines_of_the_largest_size_quickly(name):
+    line = adversarial_json(name, MAX_LINE_BYTES)
+    records = list(iter_jsonl(io.BytesIO((line + b"\n") * 3)))
+    assert [number for number, _record in records] == [1, 2, 3]
+    assert all(isinstance(record, UploadLineError) for _number, record in records)
+    assert {record.code for _number, record in records} <= {"upload.E003", "upload.E009"}
+
+
+@pytest.mark.timeout(ADVERSARIAL_TIMEOUT)
+@pytest.mark.parametrize("name", ADVERSARIAL_NAMES)
+def test_a_csv_cell_of_adversarial_json_of_the_largest_size_stays_text_quickly(name):
+    size = csv.field_size_limit()  # the csv module refuses a longer cell
+    cell = "[" + adversarial_json(name, size - 1).decode()
+    assert parse_json_cell(cell) == cell

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.uploads import MAX_LINE_BYTES
 from leaderboards.perturb import perturb_row, perturb_text, word_lists
 
 SENTENCES = [
@@ -195,3 +196,13 @@ def test_perturb_row_skips_missing_and_non_text_fields():
 def test_perturb_row_needs_a_uid():
     with pytest.raises(ValueError, match="uid"):
         perturb_row({"text": "He ran."}, ["text"], "fairness", 0)
+
+
+@pytest.mark.timeout(
+    30
+)  # linear: a few seconds on a loaded machine; the quadratic read took minutes
+def test_fairness_reads_a_text_full_of_her_in_linear_time():
+    text = "her " * (MAX_LINE_BYTES // 4)  # the longest line an upload may have
+    swapped = perturb_text(text, "fairness", 1)
+    assert swapped is not None
+    assert swapped == "him " * (MAX_LINE_BYTES // 4)  # "her" before "her" is an object

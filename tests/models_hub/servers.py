@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.adversarial_json import adversarial_json
+
 HUGE_BYTES = 2_000_000
 
 
@@ -111,6 +113,12 @@ class JSONHandler(BaseHTTPRequestHandler):
         return body, seen
 
 
+def adversarial_body(path: str) -> bytes:
+    """The body of ``/adversarial-<name>-<size>``: ``adversarial_json(name, size)``."""
+    name, _, size = path.removeprefix("/adversarial-").rpartition("-")
+    return adversarial_json(name, int(size))
+
+
 def sentiment_output(label: str = "positive") -> dict[str, Any]:
     """Return a valid output of the Dynabench sentiment config."""
     probabilities = {"negative": 0.1, "positive": 0.1, "neutral": 0.1}
@@ -129,6 +137,9 @@ class MisbehavingHandler(JSONHandler):
                 self.reply(200, {"status": "ok", "model_version": "v-test", "memory_gb": 0.5})
             elif self.path == "/down/health":
                 self.reply(503, {"error": "warming up"})
+            elif self.path.startswith("/adversarial-") and self.path.endswith("/health"):
+                # /adversarial-<name>-<size>/health: tests.adversarial_json's text <name>.
+                self.reply(200, raw=adversarial_body(self.path.removesuffix("/health")))
             else:
                 self.reply(404, {"error": "not found"})
         finally:
@@ -204,6 +215,8 @@ class MisbehavingHandler(JSONHandler):
                 for _ in range(HUGE_BYTES // 65536 + 1):
                     self.wfile.write(b"x" * 65536)
                 self.wfile.write(b'"]}')
+        elif path.startswith("/adversarial-"):
+            self.reply(200, raw=adversarial_body(path))
         elif path.startswith("/deep-"):
             # Each output carries a "trace" of arrays nested N levels: the body is N + 3 deep.
             depth = int(path.removeprefix("/deep-"))

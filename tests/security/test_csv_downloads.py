@@ -20,9 +20,10 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
-from core.csv_export import FORMULA_PREFIXES
-from tests.factories import HOSTILE_CSV_CELLS as HOSTILE
+from core.csv_export import FORMULA_PREFIXES, csv_cell
 from tests.factories import (
+    HOSTILE_CSV_CELLS,
+    HOSTILE_SEPARATED_CSV_CELLS,
     CampaignFactory,
     CampaignWorkerFactory,
     DatasetFactory,
@@ -31,9 +32,13 @@ from tests.factories import (
     ScoreFactory,
     TaskFactory,
     UserFactory,
+    cells_split_on,
 )
 from tests.leaderboards.boardkit import MAIN
 from tests.security.urlwalk import all_routes
+
+# Texts that start like a formula, then texts that hide one behind a separator.
+HOSTILE = [*HOSTILE_CSV_CELLS, *HOSTILE_SEPARATED_CSV_CELLS]
 
 
 @dataclass
@@ -199,7 +204,7 @@ def test_no_cell_of_a_csv_download_is_a_formula(name):
     for cell in cells:
         assert not cell.startswith(FORMULA_PREFIXES) or _is_number(cell), repr(cell)
     for text in download.hostile:
-        assert any(cell.startswith("'" + text) for cell in cells), text
+        assert any(cell.startswith(csv_cell(text)) for cell in cells), text
     numeric = [index for index, column in enumerate(header) if column not in download.text_columns]
     assert bool(numeric) == download.has_numbers
     for row in body:
@@ -209,3 +214,15 @@ def test_no_cell_of_a_csv_download_is_a_formula(name):
     negatives = [row[index] for row in body for index in numeric if row[index].startswith("-")]
     if name == "leaderboards:task_csv":
         assert negatives, "negative scores are written as numbers"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(DOWNLOADS))
+@pytest.mark.parametrize("separator", [";", "\t"], ids=["semicolon", "tab"])
+def test_no_cell_is_a_formula_where_a_spreadsheet_splits_on_another_separator(name, separator):
+    """A spreadsheet set to ";" (or tabs) splits the text at it, quoted or not."""
+    download = DOWNLOADS[name]()
+    for cell in cells_split_on(download.text, separator):
+        # A cell that starts with one of our numbers (a negative score) is that number,
+        # followed by the rest of the comma-separated line.
+        assert not cell.startswith(FORMULA_PREFIXES) or _is_number(cell.split(",")[0]), cell

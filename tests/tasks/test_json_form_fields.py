@@ -16,6 +16,7 @@ from core.bounded_json import MAX_JSON_DEPTH
 from models_hub.forms import ModelAdminForm, ModelEditForm, ModelRegisterForm
 from models_hub.models import Model
 from tasks.forms import BoundedJSONField
+from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 from tests.factories import ContextFactory, UserFactory
 
 
@@ -155,3 +156,13 @@ def test_the_admin_refuses_deep_json_with_a_form_error(client, owner, task, dept
     assert f"at most {MAX_JSON_DEPTH} levels" in response.content.decode()
     context.refresh_from_db()
     assert context.data == {"context": "x"}
+
+
+@pytest.mark.timeout(ADVERSARIAL_TIMEOUT)
+@pytest.mark.parametrize("name", ADVERSARIAL_NAMES)
+def test_a_form_field_reads_adversarial_json_of_the_largest_form_quickly(name, settings):
+    # Django reads at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes of form fields.
+    text = adversarial_json(name, settings.DATA_UPLOAD_MAX_MEMORY_SIZE).decode()
+    form = OptionsForm(data={"options": text})
+    assert not form.is_valid()
+    assert form.errors.as_data()["options"][0].code in {"too_deep", "invalid"}

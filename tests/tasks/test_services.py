@@ -121,6 +121,23 @@ def test_contexts_import_is_all_or_nothing_and_names_every_bad_line(task):
     assert Context.objects.count() == 0
 
 
+def test_contexts_import_counts_every_problem_and_reports_the_first_100(task):
+    stream = io.BytesIO(b'{"context": 5}\n' * 250 + b"{not json\n" * 150)
+    with pytest.raises(InvalidUpload) as caught:
+        services.contexts_import(task, stream, filename="c.jsonl")
+    error = caught.value
+    assert error.message == "the first 100 of 400 problems in the upload; nothing was imported"
+    assert [item["line"] for item in error.details["errors"]] == list(range(1, 101))
+    assert error.details["error_count"] == 400
+
+
+def test_contexts_import_of_an_empty_file_names_line_1(task):
+    with pytest.raises(InvalidUpload) as caught:
+        services.contexts_import(task, io.BytesIO(b"\n\n"), filename="c.jsonl")
+    assert caught.value.message == "1 problem in the upload; nothing was imported"
+    assert [(e["line"], e["code"]) for e in caught.value.details["errors"]] == [(1, "upload.E008")]
+
+
 PASSAGE_CONFIG = (
     demo_config("nli")
     .replace("  - name: context\n", "  - name: passage\n")

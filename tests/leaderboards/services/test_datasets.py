@@ -229,3 +229,26 @@ def test_copies_of_a_hidden_dataset_are_hidden_and_follow_its_inputs_rule(eval_t
     for copy in (generated, uploaded):
         copy.refresh_from_db()
         assert copy.inputs_to_others and dataset_inputs_to_others(copy)
+
+
+@pytest.mark.django_db
+def test_a_dataset_with_400_bad_lines_reports_the_first_100_of_400(eval_task):
+    rows = [{"uid": f"u{index}", "nonsense": 1} for index in range(400)]
+    with pytest.raises(InvalidUpload) as caught:
+        dataset_import(eval_task, jsonl(rows), name="Bad", slug="bad", filename="rows.jsonl")
+    error = caught.value
+    assert error.message.startswith("the first 100 of ")
+    total = error.details["error_count"]
+    assert total >= 400 and f"of {total} problems in the upload" in error.message
+    assert len(error.details["errors"]) == 100
+    assert min(item["line"] for item in error.details["errors"]) == 1
+
+
+@pytest.mark.django_db
+def test_an_empty_dataset_file_names_line_1(eval_task):
+    with pytest.raises(InvalidUpload) as caught:
+        dataset_import(eval_task, io.BytesIO(b""), name="Empty", slug="empty", filename="e.jsonl")
+    assert caught.value.message == "1 problem in the upload; nothing was imported"
+    assert [(item["line"], item["code"]) for item in caught.value.details["errors"]] == [
+        (1, "upload.E008")
+    ]

@@ -74,7 +74,7 @@ def test_invalid_json_and_empty_file(eval_task, file_model):
     assert (2, "upload.E003") in _codes(caught.value)
     with pytest.raises(InvalidUpload) as caught:
         predictions_import(file_model, dataset, io.BytesIO(b""), filename="p.jsonl")
-    assert _codes(caught.value) == [(0, "upload.E008")]
+    assert _codes(caught.value) == [(1, "upload.E008")]
     assert not EvaluationRun.objects.exists()
 
 
@@ -141,7 +141,7 @@ def test_a_file_missing_ids_is_refused_naming_the_first_ones_and_their_count(eva
     assert "missing 8 of 12 ids: u1, u3, u6, u7, u8, …" in error.message
     assert error.details["missing_ids"] == ["u1", "u3", "u6", "u7", "u8"]
     assert (error.details["missing_count"], error.details["total"]) == (8, 12)
-    assert _codes(error) == [(0, "upload.E024")]
+    assert _codes(error) == [(1, "upload.E024")]
     assert not EvaluationRun.objects.exists() and not Prediction.objects.exists()
 
     # Fewer missing than named: every one, and no ellipsis.
@@ -203,3 +203,16 @@ def test_leaving_the_wrong_answers_out_of_a_file_does_not_raise_its_score(eval_t
     assert partial_score.is_partial
     assert partial_score.main_value < whole_score.main_value
     assert partial_score.ci_high <= whole_score.ci_high
+
+
+def test_a_file_with_400_bad_lines_reports_the_first_100_of_400(eval_task, file_model):
+    dataset = import_sentiment(eval_task, 2, evaluate=False)
+    payload = io.BytesIO(b"{not json\n" * 400)
+    with pytest.raises(InvalidUpload) as caught:
+        predictions_import(file_model, dataset, payload, filename="p.jsonl")
+    error = caught.value
+    assert error.message == (
+        "the first 100 of 400 problems in the predictions file; nothing was imported"
+    )
+    assert [line for line, _code in _codes(error)] == list(range(1, 101))
+    assert error.details["error_count"] == 400
