@@ -19,7 +19,7 @@ from django.db.models import TextField, Value
 from django.utils import timezone
 
 from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
-from models_hub import client, sealing, selectors
+from models_hub import client, queues, sealing, selectors
 from models_hub.budget import budget_charge
 from models_hub.client import HealthResult, PredictionResult
 from models_hub.errors import (
@@ -35,7 +35,7 @@ from models_hub.keyring import site_key_ring
 from models_hub.models import BudgetKind, Model, ModelStatus, Protocol, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
-from models_hub.transport import RetryPolicy
+from models_hub.transport import LIVE_RETRY
 from tasks.config import TaskConfig
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
@@ -58,9 +58,6 @@ FLAG_FIELDS = ("is_anonymous",)
 TOKEN_FIELDS = ("auth_token", "clear_auth_token")
 REGISTER_FIELDS = (*CARD_FIELDS, *ENDPOINT_FIELDS, *FLAG_FIELDS, "auth_token", "is_published")
 UPDATE_FIELDS = (*CARD_FIELDS, *ENDPOINT_FIELDS, *FLAG_FIELDS, *TOKEN_FIELDS)
-
-# Live predictions: a person is waiting, so one quick retry at most.
-LIVE_RETRY = RetryPolicy(max_attempts=2, backoff_seconds=0.1, backoff_max_seconds=0.3)
 
 
 def _reject_unknown(fields: Mapping[str, Any], allowed: Iterable[str]) -> None:
@@ -169,9 +166,7 @@ def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: 
             f"this task already has a model named {model.name!r}", code="model.name_taken"
         ) from None
     if model.has_endpoint:
-        from models_hub import jobs  # jobs call services: import at use to avoid a cycle
-
-        transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+        transaction.on_commit(lambda: queues.enqueue_health_check(model.pk))
     # Evaluation belongs to leaderboards, which listens; after commit so it sees the row.
     transaction.on_commit(lambda: _announce_registration(model))
     logger.info("model %s registered for task %s by user %s", model.pk, task.code, owner.pk)
@@ -309,9 +304,7 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
         ) from None
     # A new token may cure a failing model (one whose stored token no key decrypted, say).
     if {"status", "auth_token"} & set(changed) and model.has_endpoint:
-        from models_hub import jobs
-
-        transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+        transaction.on_commit(lambda: queues.enqueue_health_check(model.pk))
     return model
 
 

@@ -112,6 +112,8 @@ class RetryPolicy:
 
 DEFAULT_RETRY = RetryPolicy()
 NO_RETRY = RetryPolicy(max_attempts=1)
+# Live predictions: a person is waiting, so one quick retry at most.
+LIVE_RETRY = RetryPolicy(max_attempts=2, backoff_seconds=0.1, backoff_max_seconds=0.3)
 
 
 @dataclass(frozen=True)

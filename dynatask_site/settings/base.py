@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_rq",
     "axes",
+    # Shared plumbing with no models (the run_cron command); see core/__init__.py.
+    "core",
     "tasks",
     "models_hub",
     "annotation",

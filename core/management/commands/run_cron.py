@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from models_hub import jobs
+from core.periodic import cron_scheduler
 
 
 class Command(BaseCommand):
@@ -14,7 +14,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        scheduler = jobs.cron_scheduler()
+        scheduler = cron_scheduler()
         for job in scheduler.get_jobs():
             self.stdout.write(f"{job.func_name} on {job.queue_name} every {job.interval}s")
         self.stdout.write("running (Ctrl-C stops)")
