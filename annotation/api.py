@@ -16,7 +16,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.export import example_export_lines
 from annotation.live.queue import live_job_id, wait_for_job
 from annotation.models import Example, ExampleStatus

@@ -32,6 +32,7 @@ from typing import Any
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from annotation.live.connection import live_queue, redis_connection
 from annotation.live.queue import (
     DRAIN_BUDGET_SECONDS,
     DRAIN_QUEUED_KEY,
@@ -42,8 +43,6 @@ from annotation.live.queue import (
     ensure_drain,
     job_timeout,
     live_job_id,
-    live_queue,
-    redis_connection,
 )
 from annotation.models import Example, ExampleStatus
 from annotation.services import answers

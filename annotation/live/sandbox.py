@@ -14,12 +14,12 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from rq.results import Result
 
+from annotation.live.connection import live_queue
 from annotation.live.queue import (
     FAILURE_TTL_SECONDS,
     QUEUE_UNAVAILABLE,
     RESULT_TTL_SECONDS,
     job_timeout,
-    live_queue,
     wait_for_job,
 )
 from core.errors import NotFound

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import Example, ExampleStatus, ValidationState
 from annotation.services.answers import MODEL_ANSWER_FIELDS
 from core.errors import NotFound

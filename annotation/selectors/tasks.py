@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from django.core.cache import cache
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.sampling import sample_context
 from annotation.selectors.contexts import context_id_or_none, context_key, contexts_remember
 from core.errors import NotFound, PermissionDenied

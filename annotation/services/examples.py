@@ -16,7 +16,7 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.live import queue as live
 from annotation.models import Example, ExampleStatus, VerdictSource
 from annotation.services.answers import example_record_model_failure, normalise_input

@@ -8,7 +8,7 @@ import logging
 
 from django.db import OperationalError, transaction
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import Example, ValidationState
 from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import (
     VALIDATABLE_STATUSES,
     Example,

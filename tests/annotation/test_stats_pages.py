@@ -207,7 +207,7 @@ def test_stats_admin_is_read_only_with_a_recompute_action(client, task, owner):
 def test_services_keep_flushed_counters_equal_to_recomputed(task, owner, seed, redis_connection):
     """The real services buffer their counters after each commit; once flushed, the
     counters equal a recount."""
-    from annotation.actors import Actor
+    from annotation.campaigns.actors import Actor
     from annotation.services import answers, validations
     from annotation.services import examples as example_services
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.db import connection
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import (
     Example,
     ExampleStatus,

@@ -123,7 +123,7 @@ MATRIX: dict[str, Check] = {
         403,
         403,
         403,
-        path=lambda w: __import__("annotation.campaigns", fromlist=["x"]).campaign_link_path(
+        path=lambda w: __import__("annotation.campaigns.links", fromlist=["x"]).campaign_link_path(
             w.campaign
         )
         + "matrix-visitor",

@@ -306,7 +306,7 @@ def _add_proposal(world: World) -> None:
 
 def campaign_client(world: World, external_id: str = "sec-crowd-1", **client_kwargs) -> Client:
     """A client whose session holds a campaign worker (entered through the signed link)."""
-    from annotation.campaigns import campaign_link_path
+    from annotation.campaigns.links import campaign_link_path
     from annotation.models import CampaignWorker
 
     client = Client(**client_kwargs)

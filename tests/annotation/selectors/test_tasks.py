@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.cache import cache
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor, task_bundle
 from core.errors import NotFound, PermissionDenied
 from models_hub import services as hub_services

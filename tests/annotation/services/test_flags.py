@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import Example
 from annotation.services.examples import MAX_FLAG_REASON, example_flag, example_unflag
 from core.errors import PermissionDenied, ServiceError

@@ -30,6 +30,7 @@ from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.campaigns.links import EXTERNAL_ID_PATTERN, campaign_signed_token
 from annotation.models import Campaign, CampaignWorker
 from core.csv_export import csv_lines
 from core.errors import NotFound, PermissionDenied, ServiceError
@@ -203,8 +204,6 @@ def campaign_worker_check_signature(
 
 def campaign_worker_link_path(campaign: Campaign, external_id: str) -> str:
     """Return the personal link of one worker (with its signature when the campaign needs it)."""
-    from annotation.campaigns import campaign_signed_token
-
     path = reverse("annotation:campaign_enter", kwargs={"signed": campaign_signed_token(campaign)})
     query = {campaign.worker_id_param: external_id}
     if campaign.signed_worker_links:
@@ -217,8 +216,6 @@ def worker_ids_parse(text: str) -> list[str]:
 
     Every bad id is reported (``details["errors"]``: line, code, value); repeats count once.
     """
-    from annotation.campaigns import EXTERNAL_ID_PATTERN
-
     ids: list[str] = []
     seen: set[str] = set()
     errors = []

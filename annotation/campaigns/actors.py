@@ -3,7 +3,7 @@
 A campaign worker has no account: the campaigns entry view checks the signed link and
 stores ``campaign_worker_id`` and ``campaign_id`` in the session, next to the session's
 binding token. The session acts as the worker only while the worker id is bound to that
-token (``annotation.campaign_identities``): once an owner releases the id, or another
+token (``annotation.campaigns.identities``): once an owner releases the id, or another
 session binds it, this one no longer does. A campaign worker only acts on its campaign's
 task and round.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from annotation.campaign_identities import (
+from annotation.campaigns.identities import (
     SESSION_BINDING_KEY,
     binding_matches,
     campaign_worker_seen,
@@ -106,25 +106,3 @@ def campaign_session_unbound(request) -> bool:
     (the id was released or is bound to another browser)."""
     session = getattr(request, "session", None)
     return bool(session is not None and session.get(SESSION_WORKER_KEY))
-
-
-# Campaign hooks live in annotation/campaigns.py, which imports this module: import late.
-def campaign_quota_reached(actor: Actor) -> bool:
-    from annotation import campaigns
-
-    return campaigns.campaign_quota_reached(actor)
-
-
-def campaign_record_time(actor: Actor, milliseconds: int) -> None:
-    from annotation import campaigns
-
-    campaigns.campaign_record_time(actor, milliseconds)
-
-
-__all__ = [
-    "Actor",
-    "actor_from_request",
-    "campaign_session_unbound",
-    "campaign_quota_reached",
-    "campaign_record_time",
-]

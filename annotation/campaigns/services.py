@@ -1,4 +1,4 @@
-"""Crowd campaigns (Prolific-style): signed links, campaign workers, quotas, time and the CSV.
+"""Crowd campaigns (Prolific-style): campaign workers, quotas, time and the CSV.
 
 A campaign worker has no account. The link ``/c/<signed token>/?<worker_id_param>=<id>``
 carries a token signed with the site's secret (``django.core.signing``), so a link cannot be
@@ -10,17 +10,19 @@ from cached counters, because money depends on them.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from django.core import signing
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from annotation import campaign_identities as identities
-from annotation.actors import Actor
+from annotation.campaigns import identities
+from annotation.campaigns.actors import Actor
+from annotation.campaigns.links import (
+    EXTERNAL_ID_PATTERN,
+    PARAM_NAME_PATTERN,
+)
 from annotation.models import Campaign, CampaignWorker, Example, Validation, ValidationState
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add_on_commit
@@ -28,49 +30,8 @@ from core.csv_export import csv_lines
 from core.errors import NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 
-SIGNING_SALT = "annotation.campaign.link"
-EXTERNAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
-PARAM_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 # Longer than this is a worker who left the tab open; cap it so bonuses stay fair.
 MAX_RECORDED_MS = 60 * 60 * 1000
-
-
-# --------------------------------------------------------------------------------------------
-# Links
-# --------------------------------------------------------------------------------------------
-
-
-def _signer() -> signing.Signer:
-    return signing.Signer(salt=SIGNING_SALT)
-
-
-def campaign_signed_token(campaign: Campaign) -> str:
-    """Return ``<token>:<signature>``, the path part of the campaign's link."""
-    return _signer().sign(campaign.token)
-
-
-def campaign_link_path(campaign: Campaign) -> str:
-    """Return the link to give the platform, ending with ``?<param>=`` for its worker id."""
-    from django.urls import reverse
-
-    path = reverse("annotation:campaign_enter", kwargs={"signed": campaign_signed_token(campaign)})
-    return f"{path}?{campaign.worker_id_param}="
-
-
-def campaign_from_signed_token(signed: str) -> Campaign:
-    """Return the active campaign of a signed token; NotFound if forged, unknown or closed."""
-    try:
-        token = _signer().unsign(signed)
-    except signing.BadSignature:
-        raise NotFound("This campaign link is not valid.", code="campaign.bad_link") from None
-    campaign = (
-        Campaign.objects.select_related("task", "round")
-        .filter(token=token, is_active=True, task__active=True)
-        .first()
-    )
-    if campaign is None:
-        raise NotFound("This campaign is closed or does not exist.", code="campaign.closed")
-    return campaign
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ import io
 import pytest
 from django.urls import reverse
 
-from annotation import campaign_identities as identities
-from annotation import campaigns
-from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, Actor
+from annotation.campaigns import identities, links
+from annotation.campaigns import services as campaigns
+from annotation.campaigns.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, Actor
 from annotation.models import Campaign, CampaignWorker, Example, WorkerStats
 from core.errors import ServiceError
 from tasks import services as task_services
@@ -32,7 +32,7 @@ def campaign(task, owner):
 
 
 def enter(client, campaign, external_id="PID1", param=None):
-    path = campaigns.campaign_link_path(campaign)
+    path = links.campaign_link_path(campaign)
     assert path.endswith(f"?{campaign.worker_id_param}=")
     if external_id is None:
         return client.get(path.split("?")[0])
@@ -84,7 +84,7 @@ def test_owner_page_lists_links_and_creates_campaigns(client, task, owner, campa
     url = reverse("annotation:campaigns", args=[task.code])
     page = client.get(url)
     assert page.status_code == 200
-    assert campaigns.campaign_signed_token(campaign) in page.content.decode()
+    assert links.campaign_signed_token(campaign) in page.content.decode()
     response = client.post(
         url,
         {
@@ -375,7 +375,7 @@ def test_admin_csv_action_and_changelist(client, owner, campaign):
     assert response.status_code == 200
     assert [row["worker_id"] for row in read_csv(response)] == ["W1"]
     change = client.get(reverse("admin:annotation_campaign_change", args=[campaign.pk]))
-    assert campaigns.campaign_signed_token(campaign) in change.content.decode()
+    assert links.campaign_signed_token(campaign) in change.content.decode()
     round_two = task_services.round_open(campaign.task)
     assert Example.objects.count() == 0 and round_two.number == 2
 
@@ -401,7 +401,7 @@ def test_a_campaign_can_be_created_with_signed_worker_links(client, task, owner)
     page = client.get(url).content.decode()
     detail = reverse("annotation:campaign_detail", args=[task.code, created.pk])
     assert f'href="{detail}">Signed worker links<' in page
-    assert campaigns.campaign_signed_token(created) not in page
+    assert links.campaign_signed_token(created) not in page
 
 
 def test_worker_ids_parse_reports_every_bad_id_with_its_line():
