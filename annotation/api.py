@@ -46,6 +46,7 @@ from annotation.services import examples as services
 from annotation.services.examples import context_mark_served
 from annotation.services.validations import validation_submit
 from annotation.stats.summaries import round_by_number
+from annotation.views.access import slow_model_seconds
 from api.permissions import require
 from api.throttles import ExampleCreateThrottle, WriteRateThrottle
 from core.errors import Conflict, NotFound
@@ -272,8 +273,6 @@ class ExampleRetryView(APIView):
         responses=ExampleSerializer,
     )
     def post(self, request, pk: int):
-        from annotation.views.access import slow_model_seconds
-
         actor, task, example = _task_and_example(request, pk)
         serializer = ExampleRetrySerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from api.fields import JSONObjectField
 from tasks.models import ContextSampling, Round, Task
+from tasks.permissions import can_manage_task
 
 
 class UploadLineErrorSerializer(serializers.Serializer):
@@ -78,8 +79,6 @@ class TaskSerializer(serializers.ModelSerializer):
         owned = self.context.get("owned_task_ids")
         if owned is not None:
             return task.pk in owned
-        from tasks.permissions import can_manage_task
-
         return can_manage_task(self.context["request"].user, task)
 
 

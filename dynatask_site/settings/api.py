@@ -1,4 +1,4 @@
-"""REST API settings, layered on top of ``base`` (imported at the end of it).
+"""REST API settings, merged into ``base``'s at the end of it (this module imports nothing of it).
 
 Token authentication comes first so that an anonymous API call gets a 401 with a
 ``WWW-Authenticate: Token`` header; the session keeps working for the pages' own htmx calls.
@@ -8,10 +8,7 @@ The stored token is a hash (``api.auth.HashedTokenAuthentication``), so DRF's st
 
 import os
 
-from dynatask_site.settings.base import REST_FRAMEWORK, SPECTACULAR_SETTINGS, TRUSTED_PROXY_COUNT
-
-REST_FRAMEWORK = {
-    **REST_FRAMEWORK,
+API_REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "api.auth.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -35,9 +32,6 @@ REST_FRAMEWORK = {
         "heavy_writes": os.environ.get("API_THROTTLE_HEAVY_WRITES", "30/min"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-    # Throttles key anonymous calls by the address the trusted proxies saw, as sign-ins do
-    # (core.signin): never by an X-Forwarded-For a client wrote itself.
-    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
 }
 
 # The largest JSON request body the API reads (api.parsers): over it, 413
@@ -45,8 +39,7 @@ REST_FRAMEWORK = {
 # with room; files go by multipart uploads, which UPLOAD_MAX_BYTES bounds instead.
 API_MAX_JSON_BODY_BYTES = int(os.environ.get("API_MAX_JSON_BODY_BYTES", str(2 * 1024 * 1024)))
 
-SPECTACULAR_SETTINGS = {
-    **SPECTACULAR_SETTINGS,
+API_SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],

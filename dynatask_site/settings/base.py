@@ -361,4 +361,19 @@ LOGGING = {
         "django.request": {"filters": ["forbidden_on_one_line"]},
     },
 }
-from dynatask_site.settings.api import *  # noqa: E402,F403
+
+# --- The REST API (settings/api.py) ----------------------------------------------------------
+from dynatask_site.settings.api import (  # noqa: E402
+    API_MAX_JSON_BODY_BYTES,  # noqa: F401 (a setting)
+    API_REST_FRAMEWORK,
+    API_SPECTACULAR_SETTINGS,
+)
+
+REST_FRAMEWORK = {
+    **REST_FRAMEWORK,
+    **API_REST_FRAMEWORK,
+    # Throttles key anonymous calls by the address the trusted proxies saw, as sign-ins do
+    # (core.signin): never by an X-Forwarded-For a client wrote itself.
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
+}
+SPECTACULAR_SETTINGS = {**SPECTACULAR_SETTINGS, **API_SPECTACULAR_SETTINGS}
