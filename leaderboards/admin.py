@@ -18,7 +18,7 @@ from leaderboards.models import Dataset, EvaluationRun, RunStatus
 from leaderboards.services.dataset_uploads import dataset_upload
 from leaderboards.services.datasets import dataset_copies_follow, dataset_generate_perturbation
 from leaderboards.services.runs import evaluation_run_retry, evaluation_runs_for_dataset
-from tasks.admin import OwnerScopedAdmin
+from tasks.admin.base import OwnerScopedAdmin
 from tasks.models import Task, UploadJob
 from tasks.permissions import is_task_owner
 

@@ -16,7 +16,7 @@ from core.errors import ServiceError
 from models_hub import queues, selectors, services
 from models_hub.forms import ModelAdminForm
 from models_hub.models import Model, ModelStatus
-from tasks.admin import OwnerScopedAdmin
+from tasks.admin.base import OwnerScopedAdmin
 from tasks.models import Task
 from tasks.permissions import can_manage_task
 from tasks.templatetags.dynatask import latency

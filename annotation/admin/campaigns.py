@@ -17,7 +17,7 @@ from annotation.campaigns import links
 from annotation.campaigns import services as campaigns
 from annotation.models import Campaign, CampaignWorker, RoundStats, WorkerStats
 from annotation.stats.recompute import stats_recompute
-from tasks.admin import OwnerScopedAdmin
+from tasks.admin.base import OwnerScopedAdmin
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_campaigns, is_task_owner
 

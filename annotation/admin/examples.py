@@ -29,7 +29,7 @@ from annotation.forms import (
     preview_context,
 )
 from annotation.models import Example
-from tasks.admin import BOUNDED_JSON_FORMFIELDS, TaskAdminPage, register_task_admin_page
+from tasks.admin.base import BOUNDED_JSON_FORMFIELDS, TaskAdminPage, register_task_admin_page
 from tasks.config.types import FieldType, TaskConfig
 from tasks.models import Task
 from tasks.permissions import is_task_owner

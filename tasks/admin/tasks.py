@@ -1,50 +1,40 @@
-"""The admin task builder: tasks and their YAML, rounds, contexts and proposals.
+"""The admin task builder: tasks and their YAML, rounds and contexts.
 
-Owners (staff users who own a task) see and edit only their own tasks; superusers see all.
-
-Apps above ``tasks`` add pages under a task (``/admin/tasks/task/<id>/<route>``) with
-``register_task_admin_page``: ``tasks`` imports no other app, so the annotation app registers
-its form preview there when its admin module is loaded.
+Owners (staff users who own a task) see and edit only their own tasks; superusers see all
+(``tasks.admin.base.OwnerScopedAdmin``). Pages that apps above ``tasks`` add under a task
+(``tasks.admin.base.register_task_admin_page``) are routed here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import models, transaction
-from django.http import HttpRequest, HttpResponse
+from django.db import transaction
+from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect
-from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from core.errors import ServiceError
 from tasks import services
-from tasks.accounts import site_settings_get
+from tasks.admin.base import TASK_ADMIN_PAGES, OwnerScopedAdmin, TaskAdminPage
 from tasks.config import TaskConfigError, parse_task_config
 from tasks.config.located_yaml import MAX_TEXT_LENGTH
 from tasks.forms import (
-    BoundedJSONField,
     ContextUploadForm,
     OpenRoundForm,
-    ProposalDecisionForm,
     TaskAdminForm,
     config_check_context,
 )
 from tasks.models import (
     Context,
-    ProposalStatus,
     Round,
-    SiteSettings,
     Task,
     TaskConfigVersion,
-    TaskProposal,
     UploadJob,
 )
 from tasks.permissions import is_task_owner
@@ -53,24 +43,6 @@ from tasks.permissions import is_task_owner
 # characters with a clear code; a body far beyond that (4 bytes a character at most in UTF-8)
 # is refused before it is read.
 CONFIG_CHECK_MAX_BYTES = 1_000_000
-
-
-@dataclass(frozen=True)
-class TaskAdminPage:
-    """A page under a task in the admin, added by an app that ``tasks`` may not import.
-
-    ``view(model_admin, request, task)`` gets a task that the user owns (checked before),
-    ``route`` is the URL under ``/admin/tasks/task/<id>/`` and names the URL
-    ``admin:tasks_task_<name>``; a ``label`` links the page from the task's change page.
-    """
-
-    route: str
-    name: str
-    view: Callable[..., HttpResponse]
-    label: str = ""
-
-
-TASK_ADMIN_PAGES: dict[str, TaskAdminPage] = {}
 
 
 def upload_examples(config) -> dict[str, str]:
@@ -88,62 +60,6 @@ def request_body_size(request: HttpRequest) -> int:
         return max(0, int(request.headers.get("Content-Length") or 0))
     except ValueError:
         return 0
-
-
-def register_task_admin_page(page: TaskAdminPage) -> None:
-    """Add ``page`` under every task of the admin (once per name; call before URLs load)."""
-    TASK_ADMIN_PAGES[page.name] = page
-
-
-# JSON typed into an admin form is nested at most MAX_JSON_DEPTH levels (deeper: a form error).
-BOUNDED_JSON_FORMFIELDS = {models.JSONField: {"form_class": BoundedJSONField}}
-
-
-class OwnerScopedAdmin(admin.ModelAdmin):
-    """Staff owners get full access to rows of their own tasks, nothing else."""
-
-    task_lookup = "task"
-    formfield_overrides = BOUNDED_JSON_FORMFIELDS
-
-    def owner_filter(self, request):
-        return (
-            {f"{self.task_lookup}__owners": request.user}
-            if self.task_lookup
-            else {"owners": request.user}
-        )
-
-    def get_queryset(self, request):
-        queryset = super().get_queryset(request)
-        if request.user.is_superuser:
-            return queryset
-        return queryset.filter(**self.owner_filter(request)).distinct()
-
-    def _task_of(self, obj):
-        return obj if isinstance(obj, Task) else getattr(obj, "task", None)
-
-    def _owns_any(self, request) -> bool:
-        return (
-            request.user.is_active
-            and request.user.is_staff
-            and (request.user.is_superuser or request.user.owned_tasks.exists())
-        )
-
-    def has_module_permission(self, request):
-        return self._owns_any(request)
-
-    def has_view_permission(self, request, obj=None):
-        if obj is None:
-            return self._owns_any(request)
-        return is_task_owner(request.user, self._task_of(obj))
-
-    def has_change_permission(self, request, obj=None):
-        return self.has_view_permission(request, obj)
-
-    def has_delete_permission(self, request, obj=None):
-        return request.user.is_superuser
-
-    def has_add_permission(self, request):
-        return request.user.is_superuser
 
 
 class RoundInline(admin.TabularInline):
@@ -420,158 +336,3 @@ class RoundAdmin(OwnerScopedAdmin):
     list_filter = ["is_open", "task"]
     readonly_fields = ["task", "number"]
     list_select_related = ["task"]
-
-
-def config_listing(yaml_text: str) -> str:
-    """Return the HTML of a read-only YAML listing: line numbers, indentation kept, escaped.
-
-    The text is parsed too, so that the lines with problems are marked and listed.
-    """
-    try:
-        parse_task_config(yaml_text)
-    except TaskConfigError as error:
-        check = config_check_context(error.issues)
-    else:
-        check = config_check_context(())
-    marked = {int(line) for line in check["error_lines"].split(",") if line}
-    lines = yaml_text.rstrip("\n").split("\n")
-    return render_to_string(
-        "tasks/config_listing.html",
-        {
-            "text": "\n".join(lines),
-            "numbers": [(number, number in marked) for number in range(1, len(lines) + 1)],
-            "check": {**check, "anchor_lines": True},
-        },
-    )
-
-
-@admin.register(TaskProposal)
-class TaskProposalAdmin(admin.ModelAdmin):
-    list_display = ["code", "name", "proposer", "status", "created_at", "decided_by"]
-    list_filter = ["status"]
-    fields = [
-        "proposer",
-        "code",
-        "name",
-        "description",
-        "proposed_config",
-        "status",
-        "reason",
-        "decided_by",
-        "decided_at",
-        "task",
-    ]
-    readonly_fields = [
-        "proposer",
-        "code",
-        "name",
-        "description",
-        "proposed_config",
-        "status",
-        "reason",
-        "decided_by",
-        "decided_at",
-        "task",
-    ]
-    actions = ["accept_selected"]
-    change_form_template = "admin/tasks/taskproposal/change_form.html"
-
-    class Media:
-        css = {"all": ["tasks/config_editor.css"]}
-
-    def has_add_permission(self, request):
-        return False
-
-    @admin.display(description="Config (YAML)")
-    def proposed_config(self, obj):
-        if not obj.config_yaml.strip():
-            return (
-                "No config proposed: accepting creates the task with a default "
-                "two-label classification config."
-            )
-        return config_listing(obj.config_yaml)
-
-    def get_urls(self):
-        own = [
-            path(
-                "<int:proposal_id>/decide/<str:decision>/",
-                self.admin_site.admin_view(self.decide_view),
-                name="tasks_taskproposal_decide",
-            )
-        ]
-        return own + super().get_urls()
-
-    @admin.action(description="Accept the selected proposals")
-    def accept_selected(self, request, queryset):
-        accepted = 0
-        for proposal in queryset.filter(status=ProposalStatus.PENDING):
-            try:
-                services.proposal_accept(proposal, decided_by=request.user)
-                accepted += 1
-            except ServiceError as error:
-                messages.error(request, f"{proposal.code}: {error.message}")
-        if accepted:
-            messages.success(request, f"Accepted {accepted} proposal(s).")
-
-    def decide_view(self, request, proposal_id, decision):
-        if not request.user.is_superuser or decision not in {"accept", "reject"}:
-            raise PermissionDenied
-        proposal = get_object_or_404(TaskProposal, pk=proposal_id)
-        form = ProposalDecisionForm(request.POST or None)
-        if request.method == "POST" and form.is_valid():
-            reason = form.cleaned_data["reason"]
-            try:
-                if decision == "accept":
-                    task = services.proposal_accept(
-                        proposal, decided_by=request.user, reason=reason
-                    )
-                    messages.success(request, f"Accepted: task {task.code} created with round 1.")
-                else:
-                    services.proposal_reject(proposal, decided_by=request.user, reason=reason)
-                    messages.success(request, f"Rejected proposal {proposal.code}.")
-                return redirect(reverse("admin:tasks_taskproposal_changelist"))
-            except ServiceError as error:
-                messages.error(request, error.message)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"{decision.capitalize()} proposal {proposal.code}",
-            "proposal": proposal,
-            "decision": decision,
-            "config_listing": config_listing(proposal.config_yaml)
-            if proposal.config_yaml.strip()
-            else "",
-            "form": form,
-            "opts": self.model._meta,
-            "original": proposal,
-        }
-        return TemplateResponse(request, "admin/tasks/taskproposal/decide.html", context)
-
-
-@admin.register(SiteSettings)
-class SiteSettingsAdmin(admin.ModelAdmin):
-    """The site's switches: one row, which superusers change and nobody adds or deletes."""
-
-    fields = ("signup_open", "updated_at")
-    readonly_fields = ("updated_at",)
-
-    def has_module_permission(self, request):
-        return request.user.is_active and request.user.is_superuser
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_active and request.user.is_superuser
-
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_active and request.user.is_superuser
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def changelist_view(self, request, extra_context=None):
-        """The list of one row is its change form."""
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        row = site_settings_get()
-        return redirect(reverse("admin:tasks_sitesettings_change", args=[row.pk]))
