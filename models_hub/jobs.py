@@ -28,7 +28,7 @@ import django_rq
 from django.conf import settings
 
 from core.errors import NotFound
-from models_hub import selectors, services
+from models_hub import calls, selectors
 from models_hub.client import EndpointSpec, predict
 from models_hub.errors import ModelCallError, ModelConfigurationError
 from models_hub.models import Model
@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 def health_check_job(model_id: int) -> dict[str, Any]:
     """Probe model ``model_id`` and record its health (a deleted model is a no-op)."""
     try:
-        result = services.model_record_health(model_id)
+        result = calls.model_record_health(model_id)
     except NotFound:
         return {"ok": False, "error_code": "not_found"}
     return {"ok": result.ok, "latency_ms": result.latency_ms, "error_code": result.error_code}
@@ -75,7 +75,7 @@ def predict_job(model_id: int, inputs: list[dict]) -> dict[str, Any]:
     model = Model.objects.select_related("task", "task__current_config").filter(pk=model_id).first()
     if model is None:
         return {"error": {"code": "not_found", "message": "the model no longer exists"}}
-    return _prediction_outcome(lambda: services.predict_live(model, inputs))
+    return _prediction_outcome(lambda: calls.predict_live(model, inputs))
 
 
 @functools.lru_cache(maxsize=32)
@@ -95,7 +95,7 @@ def predict_endpoint_job(
     forbidden = {"token", "allowed_hosts", "max_response_bytes", "verify"} & set(endpoint)
     if forbidden:
         error = ModelConfigurationError(f"endpoint fields not accepted here: {sorted(forbidden)}")
-        return {"error": services.prediction_error(error)}
+        return {"error": calls.prediction_error(error)}
     spec = EndpointSpec(
         **endpoint,
         allowed_hosts=tuple(settings.MODELS_HUB_ALLOWED_HOSTS),
@@ -112,7 +112,7 @@ def _prediction_outcome(call) -> dict[str, Any]:
     try:
         result = call()
     except ModelCallError as error:
-        return {"error": services.prediction_error(error)}
+        return {"error": calls.prediction_error(error)}
     except ValueError as error:
         return {"error": _bad_input(error)}
     return {

@@ -1,4 +1,6 @@
-"""Writes of the models hub: registration, the card, publishing, the loop, health, predictions.
+"""Writes of the models hub: registration, the card, publishing, the loop, token rotation.
+
+Calls to a model's endpoint (health probes, live predictions) are ``models_hub.calls``.
 
 Every refusal is a ``core.errors.ServiceError`` with a stable code; permission failures are
 ``core.errors.PermissionDenied``. The auth token never appears in a message or a log line.
@@ -16,27 +18,19 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import TextField, Value
-from django.utils import timezone
 
-from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
-from models_hub import client, queues, sealing, selectors
+from core.errors import Conflict, PermissionDenied, ServiceError
+from models_hub import queues, sealing, selectors
 from models_hub.budget import budget_charge
-from models_hub.client import HealthResult, PredictionResult
+from models_hub.calls import announce_rows_changed
 from models_hub.errors import (
     ModelAddressRefused,
-    ModelCallError,
-    ModelConfigurationError,
-    ModelTokenUnreadable,
     ModelUnreachable,
-    scrub,
-    truncate,
 )
 from models_hub.keyring import site_key_ring
 from models_hub.models import BudgetKind, Model, ModelStatus, Protocol, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
-from models_hub.transport import LIVE_RETRY
-from tasks.config import TaskConfig
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
 from tasks.selectors import round_current
@@ -368,7 +362,7 @@ def model_set_in_loop(round: Round, models: Iterable[Model], user) -> list[Model
         RoundModel.objects.bulk_create(
             [RoundModel(round=round, model=model) for model in models], ignore_conflicts=True
         )
-        _announce_rows_changed(round.task_id)
+        announce_rows_changed(round.task_id)
     return models
 
 
@@ -387,7 +381,7 @@ def model_set_rounds(model: Model, rounds: Iterable[Round], user) -> None:
         RoundModel.objects.bulk_create(
             [RoundModel(round=round, model=model) for round in rounds], ignore_conflicts=True
         )
-        _announce_rows_changed(model.task_id)
+        announce_rows_changed(model.task_id)
 
 
 def loop_carry_over(previous: Round, new_round: Round) -> int:
@@ -402,54 +396,8 @@ def loop_carry_over(previous: Round, new_round: Round) -> int:
     if not links:
         return 0
     RoundModel.objects.bulk_create(links, ignore_conflicts=True)
-    _announce_rows_changed(new_round.task_id)
+    announce_rows_changed(new_round.task_id)
     return len(links)
-
-
-def model_record_health(model_id: int) -> HealthResult:
-    """Probe model ``model_id`` and store status, latency, version and memory.
-
-    Disabled models and models without an endpoint are not probed. Raises ``NotFound`` for a
-    model that no longer exists.
-    """
-    model = Model.objects.filter(pk=model_id).first()
-    if model is None:
-        raise NotFound(f"no model {model_id}")
-    if model.status == ModelStatus.DISABLED:
-        return HealthResult(ok=False, error="the model is disabled", error_code="model.disabled")
-    try:
-        spec = selectors.endpoint_spec(model)
-    except ModelTokenUnreadable as error:
-        # Recorded like a failed probe: the loop stops picking the model and its pages say why.
-        result = HealthResult(ok=False, error=str(error), error_code=error.code)
-        token = None
-    except ModelConfigurationError as error:
-        return HealthResult(ok=False, error=str(error), error_code=error.code)
-    else:
-        result = client.health(spec)
-        token = spec.token
-    values: dict[str, Any] = {
-        "status": ModelStatus.HEALTHY if result.ok else ModelStatus.UNHEALTHY,
-        "last_health_at": timezone.now(),
-        "last_health_latency_ms": result.latency_ms,
-        "last_health_error": truncate(scrub(result.error or "", [token]), 500),
-    }
-    if result.model_version is not None:
-        values["model_version"] = result.model_version
-    if result.memory_gb is not None:
-        values["memory_gb"] = result.memory_gb
-    # A direct update: an admin disabling the model meanwhile wins, and no other field (a card
-    # edit saved while the probe ran) is overwritten with this process's stale copy.
-    Model.objects.filter(pk=model_id).exclude(status=ModelStatus.DISABLED).update(**values)
-    if values["status"] != model.status:
-        _announce_rows_changed(model.task_id)
-    return result
-
-
-def _announce_rows_changed(task_id: int) -> None:
-    transaction.on_commit(
-        lambda: model_rows_changed.send(sender=Model, task_ids=[task_id]), robust=True
-    )
 
 
 @dataclasses.dataclass
@@ -500,32 +448,3 @@ def model_tokens_rotate() -> TokenRotation:
         len(report.unreadable),
     )
     return report
-
-
-def predict_live(
-    model: Model,
-    inputs: list[dict],
-    *,
-    config: TaskConfig | None = None,
-    task_code: str | None = None,
-) -> PredictionResult:
-    """Return ``model``'s checked outputs for ``inputs``.
-
-    The outputs are checked against ``config`` (with ``task_code``, the task's code) when
-    given, else against the task's current config (load ``model`` with
-    ``select_related("task__current_config")`` to avoid queries). Raises a
-    ``models_hub.errors.ModelCallError`` (with a safe message and a code) when the model
-    fails; ``ModelConfigurationError`` when there is no config or the model has no endpoint.
-    """
-    if config is None:
-        config, task_code = model.task.config, model.task.code
-    if config is None:
-        raise ModelConfigurationError("the task has no config")
-    return client.predict(
-        selectors.endpoint_spec(model), config, task_code, inputs, retry=LIVE_RETRY
-    )
-
-
-def prediction_error(error: ModelCallError) -> dict[str, Any]:
-    """Return the JSON-ready ``{"code", "message", "retryable"}`` of a failed model call."""
-    return {"code": error.code, "message": str(error), "retryable": error.retryable}

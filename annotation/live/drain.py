@@ -46,13 +46,13 @@ from annotation.live.queue import (
 )
 from annotation.models import Example, ExampleStatus
 from annotation.services import answers
+from models_hub.calls import predict_live
 from models_hub.errors import (
     ModelAddressRefused,
     ModelCallError,
     ModelConfigurationError,
     ModelUnreachable,
 )
-from models_hub.services import predict_live
 
 logger = logging.getLogger(__name__)
 

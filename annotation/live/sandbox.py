@@ -23,9 +23,9 @@ from annotation.live.queue import (
     wait_for_job,
 )
 from core.errors import NotFound
+from models_hub.calls import predict_live
 from models_hub.errors import ModelCallError
 from models_hub.models import Model
-from models_hub.services import predict_live
 
 logger = logging.getLogger(__name__)
 

@@ -8,6 +8,7 @@ import pytest
 from django.test import override_settings
 
 from core.errors import NotFound, PermissionDenied, ServiceError
+from models_hub import calls as hub_calls
 from models_hub import selectors, services
 from models_hub.models import BudgetCharge, Model, ModelStatus, RoundModel
 from tasks import services as task_services
@@ -208,7 +209,7 @@ def test_predict_live_against_real_server(task, user):
     with model_server() as server:
         model = register(task, user, endpoint_url=server.url, auth_token=SECRET_TOKEN)
         model = Model.objects.select_related("task__current_config").get(pk=model.pk)
-        result = services.predict_live(model, [{"uid": "1", "context": "c", "statement": "great"}])
+        result = hub_calls.predict_live(model, [{"uid": "1", "context": "c", "statement": "great"}])
     assert result.outputs[0]["label"] == "positive"
     assert result.model_version == "const-1"
 
