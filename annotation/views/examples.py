@@ -10,7 +10,8 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.forms import MetadataForm, context_items
+from annotation.display import context_items
+from annotation.forms import MetadataForm
 from annotation.live.queue import ensure_drain, job_timeout, live_job_id, wait_for_job
 from annotation.models import ExampleStatus
 from annotation.selectors.examples import example_get_for_actor

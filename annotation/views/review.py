@@ -7,13 +7,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.forms import (
-    OwnerVerdictForm,
-    ReviewFilterForm,
-    context_items,
-    input_items,
-    output_items,
-)
+from annotation.display import context_items, input_items, output_items
+from annotation.forms import OwnerVerdictForm, ReviewFilterForm
 from annotation.models import Example
 from annotation.selectors.examples import review_queue
 from annotation.selectors.tasks import task_for_reviewer

@@ -633,7 +633,7 @@ def test_the_pages_of_an_ascii_task_are_ascii(client, worker, sentiment_model):
 
 
 def test_the_goal_text_escapes_the_label():
-    from annotation.forms import goal_text
+    from annotation.display import goal_text
 
     text = goal_text(None, '<img src=x onerror="alert(1)">')
     assert "<img" not in text and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in text
