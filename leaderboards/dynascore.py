@@ -565,14 +565,7 @@ def compute_dynascore_arrays(
     models = tuple(models)
     values = np.asarray(values, dtype=float).reshape(len(models), len(names))
     by_name_order = sorted(range(len(models)), key=models.__getitem__)
-    if np.isinf(values).any():
-        for index in by_name_order:
-            for column, name in enumerate(names):
-                value = values[index, column]
-                if math.isinf(value):
-                    _finite_number(
-                        float(value), BAD_VALUE, f"model {models[index]!r}, metric {name!r}"
-                    )
+    _refuse_infinite(values, models, names, by_name_order)
     name_rank = np.empty(len(models), dtype=np.int64)
     name_rank[by_name_order] = np.arange(len(models))
 
@@ -585,20 +578,7 @@ def compute_dynascore_arrays(
         if name == main_metric or metric.weight > 0
     ]
 
-    converted = values.copy()
-    for column, metric in enumerate(by_name.values()):
-        if metric.resolution and metric.relative_resolution:
-            # One scalar call per value, as in the reference (its logarithms): the same floats.
-            converted[:, column] = [
-                _quantize(metric, value) for value in values[:, column].tolist()
-            ]
-        elif metric.resolution:
-            # ``round`` halves to even like Python's, and int * step rounds as float * step;
-            # + 0.0 turns numpy's -0.0 into the 0.0 that Python's int 0 gives.
-            step = float(metric.resolution)
-            converted[:, column] = np.round(values[:, column] / step) * step + 0.0
-        if str(metric.direction) != HIGHER:
-            converted[:, column] = float(metric.offset) - converted[:, column]
+    converted = _converted(values, by_name)
     absent = np.isnan(converted)
     incomplete_rows = absent[:, required].any(axis=1)
     missing = {
@@ -606,41 +586,10 @@ def compute_dynascore_arrays(
         for index in np.flatnonzero(incomplete_rows).tolist()
     }
     complete = np.flatnonzero(~incomplete_rows)
-
-    # Complete models by the converted main metric; ties are pooled into levels.
-    ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
-    perf = converted[ordered, main]
-    amrs: dict[str, float] = {}
-    for column, name in enumerate(names):
-        if column == main:
-            amrs[name] = 1.0
-            continue
-        usable = ~absent[ordered, column]
-        amrs[name] = _amrs_of_sorted(perf[usable], converted[ordered, column][usable], epsilon)
+    amrs = _amrs_by_metric(converted, absent, complete, name_rank, names, main, epsilon)
     non_contributing = tuple(name for name, value in amrs.items() if value == 0)
-
-    contributing = np.array([amrs[name] > 0 for name in names], dtype=bool)
-    weight_row = np.array([normalized_weights[name] for name in names], dtype=float)
-    amrs_row = np.array([amrs[name] if amrs[name] > 0 else 1.0 for name in names], dtype=float)
-    contributions = np.full(values.shape, np.nan)
-    dynascores = np.full(len(models), np.nan)
-    if complete.size:
-        parts = weight_row * converted[complete] / amrs_row
-        parts[:, ~contributing] = np.nan
-        contributions[complete] = parts
-        # -0.0 is the neutral element of addition: absent parts leave every fsum as it was.
-        terms = np.where(np.isnan(parts), -0.0, parts).tolist()
-        dynascores[complete] = [math.fsum(row) for row in terms]
-
-    # Ranking: complete models by Dynascore (desc, ties by name), equal scores share a rank.
-    ranked = complete[np.lexsort((name_rank[complete], -dynascores[complete]))]
-    ranks = np.zeros(len(models), dtype=np.int64)
-    if ranked.size:
-        scores = dynascores[ranked]
-        new_score = np.ones(ranked.size, dtype=bool)
-        new_score[1:] = scores[1:] != scores[:-1]
-        positions = np.arange(1, ranked.size + 1)
-        ranks[ranked] = np.maximum.accumulate(np.where(new_score, positions, 0))
+    contributions, dynascores = _dynascores(converted, complete, names, amrs, normalized_weights)
+    ranked, ranks = _ranks(complete, name_rank, dynascores)
     incomplete_order = np.array(
         [index for index in by_name_order if index in missing], dtype=np.int64
     )
@@ -657,6 +606,82 @@ def compute_dynascore_arrays(
         normalized_weights=MappingProxyType(normalized_weights),
         non_contributing_metrics=non_contributing,
     )
+
+
+def _refuse_infinite(values: np.ndarray, models, names, by_name_order) -> None:
+    """Raise ``BAD_VALUE`` for the first infinite value, models in name order (the reference's)."""
+    if not np.isinf(values).any():
+        return
+    for index in by_name_order:
+        for column, name in enumerate(names):
+            value = values[index, column]
+            if math.isinf(value):
+                _finite_number(float(value), BAD_VALUE, f"model {models[index]!r}, metric {name!r}")
+
+
+def _converted(values: np.ndarray, by_name) -> np.ndarray:
+    """The values quantized to each metric's resolution and turned so that higher is better."""
+    converted = values.copy()
+    for column, metric in enumerate(by_name.values()):
+        if metric.resolution and metric.relative_resolution:
+            # One scalar call per value, as in the reference (its logarithms): the same floats.
+            converted[:, column] = [
+                _quantize(metric, value) for value in values[:, column].tolist()
+            ]
+        elif metric.resolution:
+            # ``round`` halves to even like Python's, and int * step rounds as float * step;
+            # + 0.0 turns numpy's -0.0 into the 0.0 that Python's int 0 gives.
+            step = float(metric.resolution)
+            converted[:, column] = np.round(values[:, column] / step) * step + 0.0
+        if str(metric.direction) != HIGHER:
+            converted[:, column] = float(metric.offset) - converted[:, column]
+    return converted
+
+
+def _amrs_by_metric(converted, absent, complete, name_rank, names, main, epsilon):
+    """Each metric's AMRS against the main one, over the complete models (1 for the main)."""
+    # Complete models by the converted main metric; ties are pooled into levels.
+    ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
+    perf = converted[ordered, main]
+    amrs: dict[str, float] = {}
+    for column, name in enumerate(names):
+        if column == main:
+            amrs[name] = 1.0
+            continue
+        usable = ~absent[ordered, column]
+        amrs[name] = _amrs_of_sorted(perf[usable], converted[ordered, column][usable], epsilon)
+    return amrs
+
+
+def _dynascores(converted, complete, names, amrs, normalized_weights):
+    """Each complete model's contributions (models x metrics) and Dynascore (NaN elsewhere)."""
+    contributing = np.array([amrs[name] > 0 for name in names], dtype=bool)
+    weight_row = np.array([normalized_weights[name] for name in names], dtype=float)
+    amrs_row = np.array([amrs[name] if amrs[name] > 0 else 1.0 for name in names], dtype=float)
+    contributions = np.full(converted.shape, np.nan)
+    dynascores = np.full(converted.shape[0], np.nan)
+    if complete.size:
+        parts = weight_row * converted[complete] / amrs_row
+        parts[:, ~contributing] = np.nan
+        contributions[complete] = parts
+        # -0.0 is the neutral element of addition: absent parts leave every fsum as it was.
+        terms = np.where(np.isnan(parts), -0.0, parts).tolist()
+        dynascores[complete] = [math.fsum(row) for row in terms]
+    return contributions, dynascores
+
+
+def _ranks(complete, name_rank, dynascores):
+    """The complete models by Dynascore (desc, ties by name) and every model's rank (equal
+    scores share one; 0 for an incomplete model)."""
+    ranked = complete[np.lexsort((name_rank[complete], -dynascores[complete]))]
+    ranks = np.zeros(len(dynascores), dtype=np.int64)
+    if ranked.size:
+        scores = dynascores[ranked]
+        new_score = np.ones(ranked.size, dtype=bool)
+        new_score[1:] = scores[1:] != scores[:-1]
+        positions = np.arange(1, ranked.size + 1)
+        ranks[ranked] = np.maximum.accumulate(np.where(new_score, positions, 0))
+    return ranked, ranks
 
 
 def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> float:
