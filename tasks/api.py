@@ -52,7 +52,7 @@ class TaskConfigSchemaView(APIView):
 
     def get(self, request):
         schema = {"$id": request.build_absolute_uri(), **_config_schema()}
-        return Response(schema, content_type="application/schema+json")
+        return Response(schema)
 
 
 def task_for(request, code: str) -> Task:
