@@ -2,10 +2,14 @@
 
 Contract: ``validate_document(root, issues)`` appends every problem of the document to
 ``issues`` and returns the immutable ``TaskConfig`` only when ``issues`` is empty (problems
-found while reading the YAML count too). It checks the top-level keys and ``schema_version``
-itself and hands each section to its module, in a fixed order: fields, metadata, outputs, the
-relations between fields, ``model_wrong_metric``, the leaderboard metrics, then the free texts
-(``goal_message``, ``content_warning``, ``instructions``). Pure: no Django, no DB, no HTTP.
+found while reading the YAML count too); warnings (upstream slips) go on the config's
+``warnings``. It checks the top-level keys and ``schema_version`` itself and hands each
+section to its module, in a fixed order: the form (v1 field lists through ``fields``, or
+Dynabench's v2 components through ``components``), metadata, outputs, the relations between
+fields, ``model_wrong_metric`` and ``model_evaluation_metric``, the model maps
+(``model_maps``), the leaderboard metrics, the page settings (``page_settings``), then the
+free texts (``goal_message``, ``content_warning``, ``instructions``). Pure: no Django, no
+DB, no HTTP.
 """
 
 from __future__ import annotations

@@ -123,6 +123,8 @@ def test_the_create_page_refuses_an_off_scale_rating_and_saves_a_good_one(
     client.force_login(worker)
     page = open_form(client, "claims")
     assert "/static/annotation/scales.js" in page["html"]
+    # creation_samples_title heads the page.
+    assert '<h1 class="h4 mb-3">Review a claim <small' in page["html"]
     data = {
         "context_id": page["context_id"],
         "started_at": page["started_at"],
@@ -137,3 +139,28 @@ def test_the_create_page_refuses_an_off_scale_rating_and_saves_a_good_one(
     client.post("/tasks/claims/create", {**data, "certainty": "6"})
     example = Example.objects.get()
     assert example.input["certainty"] == 6 and example.input["topic"] == "politics"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_external_validator_sends_the_worker_to_the_survey_after_n_examples(
+    client, worker, owner, settings
+):
+    settings.ANNOTATION_SYNC_WAIT_SECONDS = 0
+    text = TEXT.replace("required_number_of_examples: 5", "required_number_of_examples: 1")
+    task = TaskFactory(code="claims", yaml_text=text, owners=[owner])
+    ContextFactory(task=task, data={"snippet": "The council voted on Monday."})
+    client.force_login(worker)
+    page = open_form(client, "claims")
+    data = {
+        "context_id": page["context_id"],
+        "started_at": page["started_at"],
+        "claim": "The council never voted.",
+        "topic": "politics",
+        "verdict": "refuted",
+        "certainty": "6",
+    }
+    client.post("/tasks/claims/create", data)
+    assert Example.objects.count() == 1
+    response = client.get("/tasks/claims/create")
+    assert response.status_code == 302
+    assert response["Location"] == "https://survey.example.org/claims?study=claims-2025"
