@@ -152,7 +152,7 @@ def task_config_schema(schema_id: str | None = None) -> dict[str, Any]:
         "$schema": DRAFT,
         "title": "Dynatask task config (v1 fields or Dynabench's v2 components)",
         "type": "object",
-        "properties": {key: properties[key] for key in TOP_LEVEL_KEYS},
+        "properties": {key: _nullable(properties[key]) for key in TOP_LEVEL_KEYS},
         "additionalProperties": False,
         "if": {
             "anyOf": [
@@ -176,10 +176,15 @@ def _checked_keys(properties: dict[str, Any], keys: frozenset[str]) -> dict[str,
     return properties
 
 
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """The parser reads a key set to null (``key:`` with nothing after it) as not given."""
+    return {"anyOf": [{"type": "null"}, schema]}
+
+
 def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     schema: dict[str, Any] = {
         "type": "object",
-        "properties": properties,
+        "properties": {key: _nullable(value) for key, value in properties.items()},
         "additionalProperties": False,
     }
     if required:
@@ -259,7 +264,10 @@ def _perf_metric_schema() -> dict[str, Any]:
     option = {"anyOf": [SCALAR, {"type": "array", "items": SCALAR}]}
     return {
         "type": "object",
-        "properties": {"type": {"enum": list(PERF_METRIC_TYPES)}, "reference_name": STRING},
+        "properties": {
+            "type": _nullable({"enum": list(PERF_METRIC_TYPES)}),
+            "reference_name": _nullable(STRING),
+        },
         "required": ["type", "reference_name"],
         "additionalProperties": option,
     }
@@ -288,7 +296,7 @@ def _model_side_schemas() -> dict[str, Any]:
     parameters = {key for keys in METRIC_PARAMETER_KEYS.values() for key in keys}
     count = {"type": "integer", "minimum": 1}
     external = {key: count for key in EXTERNAL_VALIDATOR_COUNT_KEYS}
-    external.update({"url": {"type": "string", "pattern": "^https?://"}})
+    external.update({"url": {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"}})
     external["artifacts"] = {"type": "object", "additionalProperties": SCALAR}
     schemas = {
         "model_input": {"type": "object", "additionalProperties": STRING},

@@ -143,3 +143,10 @@ def test_the_reference_links_the_schema_and_says_how_to_use_it():
     text = Path(REPOSITORY / "docs" / "task-config.md").read_text(encoding="utf-8")
     assert SCHEMA_URL in text
     assert "# yaml-language-server: $schema=" in text
+
+
+def test_a_key_set_to_null_is_not_given_for_the_schema_as_for_the_parser():
+    text = BASE_V1 + "goal_message:\nmetadata:\n  create:\n"
+    text = text.replace("type: string}", "type: string, placeholder: }")
+    assert schema_errors(yaml.safe_load(text)) == []
+    parse_task_config(text)
