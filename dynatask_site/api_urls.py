@@ -14,6 +14,12 @@ from tasks import api as tasks_api
 from tasks.views import tokens as views_tokens
 
 v1 = [
+    # the task-config format (JSON Schema, both formats)
+    path(
+        "schemas/task-config.json",
+        tasks_api.TaskConfigSchemaView.as_view(),
+        name="task-config-schema",
+    ),
     # tasks
     path("tasks/", tasks_api.TaskListView.as_view(), name="task-list"),
     path("tasks/<slug:code>/", tasks_api.TaskDetailView.as_view(), name="task-detail"),
