@@ -313,12 +313,20 @@ ANNOTATION_LIVE_WATCHDOG_SECONDS = int(os.environ.get("ANNOTATION_LIVE_WATCHDOG_
 # than keeping the job a minute. Jobs that raise are kept a day either way.
 ANNOTATION_LIVE_RESULT_TTL = int(os.environ.get("ANNOTATION_LIVE_RESULT_TTL", "60"))
 
+# Evaluation shards whose worker died (a lost host) are enqueued again: a running shard job's
+# lease lapses this many seconds after its last renewal (``leaderboards.job_leases``), and the
+# periodic recovery looks every EVAL_RECOVER_SECONDS.
+EVAL_JOB_LEASE_SECONDS = float(os.environ.get("EVAL_JOB_LEASE_SECONDS", "15"))
+EVAL_RECOVER_SECONDS = int(os.environ.get("EVAL_RECOVER_SECONDS", "10"))
+
 # The periodic jobs that ``manage.py run_cron`` registers with RQ's cron scheduler:
-# (dotted path of the job function, queue, interval in seconds).
+# (dotted path of the job function, queue, interval in seconds). Run ``run_cron`` on every
+# worker host: each job is enqueued once per period across all of them (models_hub.periodic).
 PERIODIC_JOBS = [
     ("models_hub.jobs.health_check_all_job", "health", MODELS_HUB_HEALTH_INTERVAL),
     ("annotation.stats.buffer.counters_flush_job", "live", ANNOTATION_COUNTER_FLUSH_SECONDS),
     ("annotation.live.watchdog.live_watchdog_job", "live", ANNOTATION_LIVE_WATCHDOG_SECONDS),
+    ("leaderboards.jobs.eval_recover_job", "eval", EVAL_RECOVER_SECONDS),
 ]
 
 # --- Leaderboards --------------------------------------------------------------------------
