@@ -1,7 +1,7 @@
 """A Dynatask cluster on one machine: each host a Linux network namespace on one bridge.
 
     sudo .venv/bin/python bench/cluster.py            # start it, print its addresses, wait
-    sudo .venv/bin/python bench/cluster.py --cleanup  # remove what a killed run left behind
+    sudo .venv/bin/python bench/cluster.py --cleanup  # remove what killed runs left behind
 
 Hosts (``Cluster.hosts``), each a namespace with an address in 198.18.<n>.0/24 (the range
 set aside for benchmark networks, RFC 2544) and a host name of its own (a UTS namespace):
@@ -853,11 +853,13 @@ def main() -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cleanup", action="store_true", help="remove every leftover, exit")
+    parser.add_argument(
+        "--cleanup", action="store_true", help="remove what runs that are gone left, and exit"
+    )
     parser.add_argument("--model-seconds", type=float, default=0.05)
     options = parser.parse_args()
     if options.cleanup:
-        removed = cleanup_leftovers(everything=True)
+        removed = cleanup_leftovers()
         say(f"removed: {', '.join(removed) or 'nothing'}")
         return 0
     reason = unavailable_reason()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+from rq import cron_scheduler_registry
 from rq.cron import CronJob, CronScheduler
 from rq.utils import now
 
@@ -60,3 +61,15 @@ class PeriodicScheduler(CronScheduler):
             # The next run is due when the next period begins, whoever ran this one.
             job.set_run_time(datetime.fromtimestamp(period * interval, tz=UTC))
         return enqueued
+
+    def heartbeat(self, pipeline=None) -> None:
+        """Register again at every beat. RQ's beat only moves this scheduler's score in the
+        registry: its record expires a minute after its birth (``CronScheduler.all`` then
+        misses it), and a scheduler that a restarted Redis forgot is never listed again."""
+        if pipeline is not None:
+            super().heartbeat(pipeline)
+            return
+        with self.connection.pipeline() as pipe:
+            cron_scheduler_registry.register(self, pipe)
+            self.save(pipe)
+            pipe.execute()

@@ -95,8 +95,16 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
-    "DB_SERVER_SIDE_BINDING", True
+# Behind a transaction-pooling PgBouncer (docs/deploy.md), DB_TRANSACTION_POOLING=1: no
+# prepared statements, no session options, and no server-side cursors (a cursor outlives the
+# transaction that the pooler gives back).
+DB_TRANSACTION_POOLING = env_bool("DB_TRANSACTION_POOLING", False)
+if DB_TRANSACTION_POOLING:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and env_bool("DB_SERVER_SIDE_BINDING", True)
+    and not DB_TRANSACTION_POOLING
 ):
     # Parameters bound on the server: the text of a query is the same whatever its values,
     # so psycopg prepares the hot queries (after 5 runs on a connection) and PostgreSQL

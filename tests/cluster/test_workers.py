@@ -113,15 +113,46 @@ def live_claims(cluster) -> int:
     return sum(connection.llen(key) for key in connection.scan_iter("annotation:live-claimed:*"))
 
 
+MODELS_AND_REFERENCE_RUN = """
+from django.contrib.auth import get_user_model
+from leaderboards.models import Dataset
+from leaderboards.services.runs import evaluation_run_create
+from models_hub.models import Model
+from tasks.models import Task
+task = Task.objects.get(code=args["task"])
+owner = get_user_model().objects.get(username="bench-owner")
+def model(name, url, **fields):
+    return Model.objects.create(task=task, owner=owner, name=name, protocol="dynatask",
+                                endpoint_url=url, is_published=True, read_timeout=10.0, **fields)
+one_at_a_time = {"batch_size": 1, "max_concurrency": 1}
+result = {"reference": model("reference", args["fast"], **one_at_a_time).pk,
+          "victim": model("victim", args["fast"], **one_at_a_time).pk,
+          "slow": model("slow", args["slow"], batch_size=4, max_concurrency=8).pk}
+reference = Model.objects.get(pk=result["reference"])
+result["run"] = evaluation_run_create(reference, Dataset.objects.get(pk=args["dataset"]),
+                                      shard_size=10, include_perturbations=False).pk
+"""
+SCORES = """
+from leaderboards.models import Score
+JOB_METRICS = {"examples_per_second", "latency_p50_ms", "latency_p95_ms", "memory_utilization"}
+result = []
+for model_id in args["models"]:
+    score = Score.objects.get(model_id=model_id, dataset_id=args["dataset"])
+    result.append({"metrics": {k: v for k, v in score.metrics.items() if k not in JOB_METRICS},
+                   "per_tag": score.per_tag, "main_value": score.main_value,
+                   "ci": [score.ci_low, score.ci_high], "count": score.example_count})
+"""
+
+
 def test_a_worker_host_that_dies_loses_no_evaluation_and_no_live_example(
     cluster, sites, owner, dataset
 ):
-    fields = {"batch_size": 1, "max_concurrency": 1}
-    reference = cluster.add_model(TASK, cluster.model_url, "reference", **fields)
-    victim = cluster.add_model(TASK, cluster.model_url, "victim", **fields)
-    slow = cluster.add_model(TASK, cluster.slow_model_url, "slow", max_concurrency=8)
-    (reference_run,) = cluster.create_runs([reference], dataset, shard_size=10)
-    wait_run_done(cluster, reference_run, 60)  # undisturbed, on both hosts
+    made = cluster.django(
+        MODELS_AND_REFERENCE_RUN,
+        task=TASK, dataset=dataset, fast=cluster.model_url, slow=cluster.slow_model_url,
+    )  # fmt: skip
+    reference, victim, slow = made["reference"], made["victim"], made["slow"]
+    wait_run_done(cluster, made["run"], 60)  # undisturbed, on both hosts
 
     # worker2's workers stop: worker1 takes the shards and the live examples. Its cron stays.
     for process in ("live0", "eval0", "health"):
@@ -156,7 +187,8 @@ def test_a_worker_host_that_dies_loses_no_evaluation_and_no_live_example(
             "the live examples worker1 had claimed to be answered",
         )
         wait_run_done(cluster, run, 90)
-        assert cluster.score(victim, dataset) == cluster.score(reference, dataset)
+        scores = cluster.django(SCORES, models=[victim, reference], dataset=dataset)
+        assert scores[0] == scores[1]
         shards = cluster.sql(
             "SELECT count(*), sum(attempts) FROM leaderboards_evaluationshard WHERE run_id = %s",
             run,

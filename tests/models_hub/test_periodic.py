@@ -54,3 +54,16 @@ def test_the_period_of_a_moment():
     assert period_of(10, 9.999) == 0
     assert period_of(10, 10.0) == 1
     assert period_of(5, 1_700_000_002.5) == 340_000_000
+
+
+def test_a_scheduler_stays_listed_after_its_first_minute_and_after_redis_forgot_it(
+    redis_connection,
+):
+    from rq.cron import CronScheduler
+
+    scheduler = jobs.cron_scheduler(redis_connection, JOBS)
+    scheduler.register_birth()
+    redis_connection.flushdb()  # a Redis restarted without persistence, or a minute later
+    assert CronScheduler.all(redis_connection) == []
+    scheduler.heartbeat()
+    assert [found.name for found in CronScheduler.all(redis_connection)] == [scheduler.name]
