@@ -333,7 +333,9 @@ class Cluster:
         return env
 
     # -- life cycle ------------------------------------------------------------------------
-    def start(self) -> Cluster:
+    def start(self, seed: dict | None = None) -> Cluster:
+        """Build every host. With ``seed`` (``seed()``'s keywords), the data is seeded while
+        the web and worker hosts boot; ``self.seeded`` holds what ``seed()`` returned."""
         reason = unavailable_reason()
         if reason:
             raise RuntimeError(f"cannot build a cluster here: {reason}")
@@ -353,6 +355,9 @@ class Cluster:
             static = _Background(self._collectstatic)
             self.wait_postgres()
             self.migrate_cached()
+            seeding = None
+            if seed is not None:
+                seeding = _Background(lambda: setattr(self, "seeded", self.seed(**seed)))
             for name in WEB_HOSTS:
                 self.start_web(name, wait=False)
             for name in WORKER_HOSTS:
@@ -362,6 +367,8 @@ class Cluster:
                 self.wait_ready(name)
             self.start_lb()
             self.wait_models()
+            if seeding is not None:
+                seeding.join()
         except BaseException:
             self.stop()
             raise
@@ -867,8 +874,8 @@ def main() -> int:
         say(f"cannot build a cluster here: {reason}")
         return 1
     started = time.monotonic()
-    cluster = Cluster(model_seconds=options.model_seconds).start()
-    seeded = cluster.seed(users=4)
+    cluster = Cluster(model_seconds=options.model_seconds).start(seed={"users": 4})
+    seeded = cluster.seeded
     say(f"up in {time.monotonic() - started:.1f} s; logs in {cluster.workdir / 'logs'}")
     say(f"site {cluster.url} (task {seeded['task']}; bench-worker-0 / bench-password)")
     for name, host in cluster.hosts.items():

@@ -274,8 +274,7 @@ def main() -> int:
         eval_workers=0,
         live_workers=0,
         extra_env={"EVAL_SHARDS_PER_MODEL": "8", "ANNOTATION_LIVE_BATCH_SIZE": "4"},
-    ).start()
-    cluster.seed(code=TASK, users=0, contexts=200)
+    ).start(seed={"code": TASK, "users": 0, "contexts": 200})
     report = {}
     if options.only in (None, "eval"):
         report["eval"] = eval_figures(cluster, 1600 if options.quick else 3200)

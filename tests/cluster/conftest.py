@@ -38,8 +38,7 @@ def cluster():
         pytest.skip(f"no cluster: {reason}")
     logs = os.environ.get("CLUSTER_LOGS")  # keep the hosts' logs there (CI artifacts)
     built = Cluster(model_seconds=0.05, slow_model_seconds=3.0, keep_logs=logs and Path(logs))
-    built.start()
-    built.seeded = built.seed(code=TASK, users=USERS)
+    built.start(seed={"code": TASK, "users": USERS})
     built.model_id = built.seeded["model_ids"][0]
     yield built
     built.stop()
@@ -118,21 +117,27 @@ class Site:
 
 
 @pytest.fixture(scope="session")
-def sites(cluster):
-    """Signed-in users (``bench-worker-<i>``), each signed in once through the balancer."""
-    made = []
-    for index in range(USERS - 1):
-        site = Site(cluster, f"bench-worker-{index}")
-        site.login()
-        made.append(site)
+def signed_in(cluster):
+    """The owner and ``USERS - 1`` workers, signed in once through the balancer, side by
+    side (a sign-in hashes a password: most of a second of CPU)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    made = [Site(cluster, "bench-owner")]
+    made += [Site(cluster, f"bench-worker-{index}") for index in range(USERS - 1)]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda site: site.login(), made))
     return made
 
 
 @pytest.fixture(scope="session")
-def owner(cluster):
-    site = Site(cluster, "bench-owner")
-    site.login()
-    return site
+def sites(signed_in):
+    """Signed-in workers (``bench-worker-<i>``)."""
+    return signed_in[1:]
+
+
+@pytest.fixture(scope="session")
+def owner(signed_in):
+    return signed_in[0]
 
 
 def example_status(cluster: Cluster, example_id: int) -> str:
