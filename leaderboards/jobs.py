@@ -19,10 +19,13 @@ by ``on_shard_failure``; the run page then offers a Retry.
 A worker killed outright (``kill -9``, OOM, lost host) leaves its shard ``running`` with a
 job nobody runs. ``EvalWorker`` (run it with ``rqworker eval --worker-class
 leaderboards.jobs.EvalWorker``) calls ``shards_recover`` when it starts and at each
-maintenance pass: unfinished shards of active runs whose job is no longer alive are enqueued
-again and resume from their stored predictions. The dead job's late "abandoned" failure
-callback is then ignored, since the shard names its new job. The slot of its model that
-the dead job held is dropped, and free slots go to the model's waiting shards
+maintenance pass, and so does the periodic ``eval_recover_job`` (every
+``EVAL_RECOVER_SECONDS``, from ``run_cron``). A running shard job holds a lease that lapses
+within ``EVAL_JOB_LEASE_SECONDS`` of its host's death (``leaderboards.job_leases``).
+Unfinished shards of active runs whose job is no longer alive are enqueued again and resume
+from their stored predictions. The dead job's late "abandoned" failure callback is then
+ignored, since the shard names its new job. The slot of its model that the dead job held is
+dropped, and free slots go to the model's waiting shards
 (``scheduling.models_sweep``); a shard that waits for a slot is not "lost".
 """
 
@@ -43,6 +46,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus, get_current_job
 from rq.worker import Worker
 
+from leaderboards.job_leases import JobLease, lease_alive, leases_prune
 from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus
 from leaderboards.services import scheduling
 from leaderboards.services.scores import run_finalize, scores_recompute_for_task
@@ -63,9 +67,21 @@ FAILURE_TTL = 7 * 86_400
 
 # -- job functions ----------------------------------------------------------------------------
 def eval_shard_job(shard_id: int) -> dict[str, Any]:
-    """Run a turn of evaluation shard ``shard_id`` (it may wait for its model's slot)."""
+    """Run a turn of evaluation shard ``shard_id`` (it may wait for its model's slot), under
+    a lease that tells the other hosts it is alive (``leaderboards.job_leases``)."""
     job = get_current_job()
-    return scheduling.shard_run(shard_id, job.id if job is not None else uuid.uuid4().hex)
+    if job is None:
+        return scheduling.shard_run(shard_id, uuid.uuid4().hex)
+    with JobLease(job.connection, job.id):
+        return scheduling.shard_run(shard_id, job.id)
+
+
+def eval_recover_job() -> dict[str, int]:
+    """Periodic (``settings.PERIODIC_JOBS``): enqueue again the shards whose job died, on any
+    host, and drop leases long lapsed. Workers also recover at their maintenance passes, but
+    an idle worker blocks on its queue for minutes between two."""
+    connection = queue().connection
+    return {"recovered": shards_recover(connection), "pruned": leases_prune(connection)}
 
 
 def finalize_run_job(run_id: int) -> dict[str, Any]:
@@ -197,7 +213,11 @@ _WAITING = (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 
 
 def job_alive(job_id: str, connection) -> bool:
-    """Return True when job ``job_id`` waits in a queue or runs in a live worker."""
+    """Return True when job ``job_id`` waits in a queue or runs in a live worker.
+
+    A started job is dead when its worker's key expired, when its worker is a dead process
+    of this host, or when it holds a lease (a shard job) that lapsed: its host stopped
+    renewing it, however long its worker's key lives on."""
     if not job_id:
         return False
     try:
@@ -209,8 +229,13 @@ def job_alive(job_id: str, connection) -> bool:
         return True
     if status != JobStatus.STARTED or not job.worker_name:
         return False
-    key = Worker.redis_worker_namespace_prefix + job.worker_name
-    worker = Worker.find_by_key(key, connection=connection)
+    if not _worker_alive(job.worker_name, connection):
+        return False
+    return lease_alive(job_id, connection) is not False
+
+
+def _worker_alive(name: str, connection) -> bool:
+    worker = Worker.find_by_key(Worker.redis_worker_namespace_prefix + name, connection=connection)
     if worker is None:
         return False  # its heartbeat expired
     if worker.hostname == socket.gethostname() and worker.pid:

@@ -13,8 +13,9 @@ Health checks have a queue (and a worker) of their own: a probe of a slow endpoi
 behind no evaluation shard, and holds none up.
 
 The live queue is served by RQ's ``SimpleWorker`` (no fork per job). Periodic jobs, the
-health checks among them, run from RQ's ``rq.cron.CronScheduler`` (``manage.py run_cron``,
-``settings.PERIODIC_JOBS``).
+health checks among them, run from RQ's cron scheduler (``manage.py run_cron``,
+``settings.PERIODIC_JOBS``), once per period however many hosts run it
+(``models_hub.periodic``).
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.module_loading import import_string
 from redis.exceptions import RedisError
-from rq.cron import CronScheduler
 from rq.job import Job, JobStatus
 
 from models_hub import selectors, services
 from models_hub.client import EndpointSpec, predict
 from models_hub.errors import ModelCallError, ModelConfigurationError
 from models_hub.models import Model
+from models_hub.periodic import PeriodicScheduler
 from tasks.config import parse_task_config
 from tasks.errors import NotFound
 
@@ -241,10 +242,11 @@ def _job_failed() -> dict[str, Any]:
 
 
 # -- periodic health checks -------------------------------------------------------------------
-def cron_scheduler(connection=None, jobs=None) -> CronScheduler:
+def cron_scheduler(connection=None, jobs=None) -> PeriodicScheduler:
     """RQ's cron scheduler with the periodic jobs of ``settings.PERIODIC_JOBS`` (or ``jobs``):
-    (dotted path of a job function, queue name, interval in seconds) each."""
-    scheduler = CronScheduler(connection=connection or django_rq.get_connection(HEALTH_QUEUE))
+    (dotted path of a job function, queue name, interval in seconds) each. Each job is
+    enqueued once per period however many hosts run one (``models_hub.periodic``)."""
+    scheduler = PeriodicScheduler(connection=connection or django_rq.get_connection(HEALTH_QUEUE))
     for path, queue, interval in settings.PERIODIC_JOBS if jobs is None else jobs:
         scheduler.register(
             import_string(path),

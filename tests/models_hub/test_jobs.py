@@ -155,12 +155,13 @@ def test_the_periodic_jobs_are_registered_with_rq_cron_and_run_cleanly(redis_con
             assert job.get_status() == "finished", job.latest_result()
 
 
-def test_the_settings_register_the_health_checks_the_flush_and_the_watchdog(settings):
+def test_the_settings_register_the_health_checks_the_flush_the_watchdog_and_recovery(settings):
     paths = {path for path, _queue, _interval in settings.PERIODIC_JOBS}
     assert paths == {
         "models_hub.jobs.health_check_all_job",
         "annotation.stats.buffer.counters_flush_job",
         "annotation.live.watchdog.live_watchdog_job",
+        "leaderboards.jobs.eval_recover_job",
     }
     # Health checks have a queue of their own, with the shape of the others.
     queues = {path: queue for path, queue, _interval in settings.PERIODIC_JOBS}
