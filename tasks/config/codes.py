@@ -65,6 +65,11 @@ UNKNOWN_WEIGHT_METRIC = "config.E071"
 WEIGHT_OUT_OF_RANGE = "config.E072"
 SELF_REPORTED_WEIGHT = "config.E073"
 
+# -- chat (tasks.config.chat) --------------------------------------------------------------
+CHAT_OUT_OF_RANGE = "config.E080"
+CHAT_CHOICE_WITHOUT_BEST = "config.E081"
+CHAT_METRIC_CONFLICT = "config.E082"
+
 # -- values checked against a config (tasks.config.values) ------------------------------
 VALUE_NOT_MAPPING = "value.E100"
 VALUE_MISSING = "value.E101"
@@ -127,6 +132,9 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         WEIGHT_OUT_OF_RANGE: "a default weight is not a number in 0..5",
         SELF_REPORTED_WEIGHT: "a self-reported metric has a default weight without "
         "count_self_reported: true",
+        CHAT_OUT_OF_RANGE: "a chat number is outside its range (turns, models per turn...)",
+        CHAT_CHOICE_WITHOUT_BEST: "chat.turn_choice lacks best, or is given for one model",
+        CHAT_METRIC_CONFLICT: "a chat task has a model_wrong_metric other than ask_user",
         VALUE_NOT_MAPPING: "the value is not a JSON object",
         VALUE_MISSING: "a required field is missing or empty",
         VALUE_UNKNOWN_KEY: "a key the config does not define",

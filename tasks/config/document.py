@@ -5,12 +5,14 @@ Contract: ``validate_document(root, issues)`` appends every problem of the docum
 found while reading the YAML count too). It checks the top-level keys and ``schema_version``
 itself and hands each section to its module, in a fixed order: fields, metadata, outputs, the
 relations between fields, ``model_wrong_metric``, the leaderboard metrics, then the free texts
-(``goal_message``, ``content_warning``, ``instructions``). Pure: no Django, no DB, no HTTP.
+(``goal_message``, ``content_warning``, ``instructions``) and the ``chat`` section. Pure: no
+Django, no DB, no HTTP.
 """
 
 from __future__ import annotations
 
 from tasks.config import codes
+from tasks.config.chat import check_chat_with_metric, read_chat
 from tasks.config.checker import DocumentChecker
 from tasks.config.errors import ConfigIssue
 from tasks.config.field_relations import (
@@ -43,6 +45,7 @@ TOP_LEVEL_KEYS = (
     "goal_message",
     "content_warning",
     "instructions",
+    "chat",
 )
 # Dynabench keys this platform knows about but does not implement.
 UNSUPPORTED_TOP_LEVEL_KEYS = {
@@ -77,6 +80,8 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
     goal_message = checker.optional_string(top, "goal_message", "")
     content_warning = checker.optional_string(top, "content_warning", "")
     instructions = checker.optional_string(top, "instructions", "")
+    chat = read_chat(checker, top)
+    check_chat_with_metric(checker, top, chat, model_wrong_metric.type)
 
     if checker.issues:
         return None
@@ -94,6 +99,7 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
         goal_message=goal_message,
         content_warning=content_warning,
         instructions=instructions,
+        chat=chat,
     )
 
 
