@@ -168,3 +168,22 @@ def chat_model_rates(task) -> list[dict[str, Any]]:
         }
         for row in rows
     ]
+
+
+def example_transcript(example) -> Transcript | None:
+    """The conversation of a chat task's ``example`` as validators see it (model names
+    hidden when the config hides them), or None for an ordinary example (no query)."""
+    config = example.config_version.parsed
+    if config is None or config.chat is None:
+        return None
+    conversation = (
+        Conversation.objects.select_related("config_version")
+        .prefetch_related("seats")
+        .filter(example_id=example.pk)
+        .first()
+    )
+    if conversation is None:
+        return None
+    chat = conversation.config_version.parsed.chat
+    reveal = chat is not None and not chat.hide_model_identities
+    return transcript(conversation, reveal=reveal)
