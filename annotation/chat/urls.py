@@ -10,6 +10,8 @@ REPLY = ONE + "replies/<int:reply_id>/"
 
 urlpatterns = [
     path(CHAT, views.chat_home, name="chat_home"),
+    path(CHAT + "results/", views.chat_results, name="chat_results"),
+    path(CHAT + "export/<slug:kind>.jsonl", views.chat_export, name="chat_export"),
     path(ONE, views.chat_page, name="chat_page"),
     path(ONE + "send", views.chat_send, name="chat_send"),
     path(ONE + "finish", views.chat_finish, name="chat_finish"),

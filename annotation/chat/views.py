@@ -19,11 +19,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.chat import services, streams
+from annotation.chat.export import conversation_lines, preference_lines
 from annotation.chat.models import ChatReply, ConversationStatus, ReplyStatus
 from annotation.chat.selectors import (
     STALE_MARGIN_SECONDS,
     active_conversation,
     chat_config,
+    chat_model_rates,
     conversation_for_actor,
     reveals,
     transcript,
@@ -33,8 +35,11 @@ from annotation.chat.selectors import (
 from annotation.chat.services import FinishForm
 from annotation.models import Campaign
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor
-from annotation.views.access import annotation_view, require_campaign_kind
-from tasks.errors import ServiceError
+from annotation.stats.summaries import round_by_number
+from annotation.views.access import annotation_view, error_page, require_campaign_kind
+from tasks.errors import PermissionDenied, ServiceError
+from tasks.permissions import can_export_examples
+from tasks.selectors import task_get_visible
 
 STATUS_EVENTS = {
     ReplyStatus.DONE: streams.DONE,
@@ -300,3 +305,51 @@ def chat_finish(request, code: str, pk: int):
 def _issues(error: ServiceError) -> list[str]:
     details = error.details if isinstance(error.details, dict) else {}
     return [str(issue) for issue in details.get("issues", [])]
+
+
+EXPORTS = {"conversations": "conversations", "preferences": "preferences"}
+
+
+def _owned_task(request, code: str):
+    """Task ``code`` for a user who may export its examples (404 / 403 otherwise)."""
+    task = task_get_visible(code, request.user)
+    if not can_export_examples(request.user, task):
+        raise PermissionDenied("only the task's owners see the results and exports")
+    return task
+
+
+@require_GET
+def chat_results(request, code: str):
+    """The owners' page: fooling rates per model and the two exports."""
+    try:
+        task = _owned_task(request, code)
+    except ServiceError as error:
+        return error_page(request, error)
+    page = {"task": task, "rates": chat_model_rates(task), "config": task.config}
+    return render(request, "annotation/chat/results.html", page)
+
+
+@require_GET
+def chat_export(request, code: str, kind: str):
+    """``conversations.jsonl`` or ``preferences.jsonl`` of the task (``?round=N``), streamed."""
+    if kind not in EXPORTS:
+        raise Http404("no such export")
+    try:
+        task = _owned_task(request, code)
+        round_ = round_by_number(task, request.GET.get("round"))
+    except ServiceError as error:
+        return error_page(request, error)
+    response = StreamingHttpResponse(
+        export_lines(task, round_, kind, request.GET.get("metadata") == "1"),
+        content_type="application/x-ndjson; charset=utf-8",
+    )
+    suffix = f"round-{round_.number}" if round_ else "all-rounds"
+    response["Content-Disposition"] = f'attachment; filename="{task.code}-{kind}-{suffix}.jsonl"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def export_lines(task, round_, kind: str, with_metadata: bool):
+    if kind == "preferences":
+        return preference_lines(task, round_, with_metadata=with_metadata)
+    return conversation_lines(task, round_)

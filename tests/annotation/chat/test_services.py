@@ -13,7 +13,7 @@ from annotation.chat.selectors import chat_model_rates, seat_messages, turns_wit
 from annotation.chat.services import FinishForm
 from annotation.models import Example, RoundStats, WorkerStats
 from tasks.errors import Conflict, ServiceError
-from tests.annotation.chat.conftest import pump, register_chat_model
+from tests.annotation.chat.fixtures import pump, register_chat_model
 from tests.annotation.conftest import flush_counters
 from tests.factories import TaskFactory, UserFactory, demo_config
 

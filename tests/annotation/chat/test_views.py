@@ -7,7 +7,7 @@ import re
 
 from annotation.chat.models import ChatReply, Conversation, ReplyStatus
 from annotation.models import Example
-from tests.annotation.chat.conftest import pump
+from tests.annotation.chat.fixtures import pump
 from tests.factories import UserFactory
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
