@@ -25,6 +25,8 @@ class VerdictSource(models.TextChoices):
     NONE = "", "None"
     METRIC = "metric", "The config's model_wrong_metric"
     WORKER = "worker", "The worker (ask_user)"
+    JUDGE = "judge", "A judge model (chat tasks)"
+    WORKER_AND_JUDGE = "worker_and_judge", "The worker and a judge model (chat tasks)"
 
 
 class ValidationLabel(models.TextChoices):
@@ -286,3 +288,12 @@ class WorkerStats(models.Model):
 
     def __str__(self) -> str:
         return f"worker stats {self.pk}"
+
+
+# Chat collection's models live in their own module and belong to this app.
+from annotation.chat.models import (  # noqa: E402, F401
+    ChatReply,
+    ChatTurn,
+    Conversation,
+    ConversationSeat,
+)

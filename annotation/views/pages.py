@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.chat.selectors import example_transcript
 from annotation.forms import (
     CreateForm,
     MetadataForm,
@@ -253,6 +254,8 @@ def validate_page(request, task, example, form, status=200):
                     for spec in example_config.metadata_create
                     if spec.name in (example.metadata or {})
                 ],
+                # A chat task's example is a conversation: validators read it whole.
+                "chat_transcript": example_transcript(example),
             }
         )
     return render(request, "annotation/validate.html", page, status=status)

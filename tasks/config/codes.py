@@ -80,6 +80,11 @@ LABELS_SLIP = "config.W001"
 GOAL_TEXT_IGNORED = "config.W002"
 TARGET_NOT_SENT = "config.W003"
 
+# -- chat (tasks.config.chat) --------------------------------------------------------------
+CHAT_OUT_OF_RANGE = "config.E088"
+CHAT_CHOICE_WITHOUT_BEST = "config.E089"
+CHAT_METRIC_CONFLICT = "config.E090"
+
 # -- values checked against a config (tasks.config.values) ------------------------------
 VALUE_NOT_MAPPING = "value.E100"
 VALUE_MISSING = "value.E101"
@@ -155,6 +160,9 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         LABELS_SLIP: "warning: a validate label list mixes the target's labels with others",
         GOAL_TEXT_IGNORED: "warning: goal_message differs from goal.text, which is shown",
         TARGET_NOT_SENT: "warning: model_input names a target, which is never sent to a model",
+        CHAT_OUT_OF_RANGE: "a chat number is outside its range (turns, models per turn...)",
+        CHAT_CHOICE_WITHOUT_BEST: "chat.turn_choice lacks best, or is given for one model",
+        CHAT_METRIC_CONFLICT: "a chat task has a model_wrong_metric other than ask_user",
         VALUE_NOT_MAPPING: "the value is not a JSON object",
         VALUE_MISSING: "a required field is missing or empty",
         VALUE_UNKNOWN_KEY: "a key the config does not define",

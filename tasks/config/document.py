@@ -7,9 +7,9 @@ found while reading the YAML count too); warnings (upstream slips) go on the con
 section to its module, in a fixed order: the form (v1 field lists through ``fields``, or
 Dynabench's v2 components through ``components``), metadata, outputs, the relations between
 fields, ``model_wrong_metric`` and ``model_evaluation_metric``, the model maps
-(``model_maps``), the leaderboard metrics, the page settings (``page_settings``), then the
-free texts (``goal_message``, ``content_warning``, ``instructions``). Pure: no Django, no
-DB, no HTTP.
+(``model_maps``), the leaderboard metrics, the page settings (``page_settings``), the free
+texts (``goal_message``, ``content_warning``, ``instructions``), then the ``chat`` section.
+Pure: no Django, no DB, no HTTP.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.config import codes
+from tasks.config.chat import check_chat_with_metric, read_chat
 from tasks.config.checker import DocumentChecker
 from tasks.config.components import V2_FORM_KEYS, V2Form, is_v2, read_v2_form
 from tasks.config.errors import ConfigIssue
@@ -78,6 +79,7 @@ TOP_LEVEL_KEYS = (
     "content_warning",
     "instructions",
     *MODEL_SIDE_KEYS,
+    "chat",
 )
 # Dynabench keys this platform knows about but does not implement.
 UNSUPPORTED_TOP_LEVEL_KEYS = {
@@ -134,6 +136,8 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
         "response_field": read_response_field(checker, top, form.inputs),
     }
     check_validation_context(checker, top)
+    chat = read_chat(checker, top)
+    check_chat_with_metric(checker, top, chat, task_fields.model_wrong_metric.type)
     if checker.issues:
         return None
     return TaskConfig(
@@ -150,6 +154,7 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
         model_maps=model_maps,
         **pages,
         warnings=tuple(checker.warnings),
+        chat=chat,
     )
 
 

@@ -12,8 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from tasks.metrics.jobs import JOB_METRICS as JOB_METRIC_REGISTRY
+
+if TYPE_CHECKING:
+    from tasks.config.chat import ChatConfig
 
 
 class FieldType(StrEnum):
@@ -230,6 +234,8 @@ class TaskConfig:
     response_field: str = ""
     # Problems that do not stop the config from loading (upstream slips), with codes.
     warnings: tuple = field(default=(), compare=False)
+    # The ``chat`` section (``tasks.config.chat``): None for a task without conversations.
+    chat: ChatConfig | None = None
 
     # -- fields -------------------------------------------------------------------------
     def field(self, name: str) -> FieldSpec | None:
