@@ -14,6 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks.config.chat import (
+    CHAT_KEYS,
+    FOOLED_BY,
+    JUDGE_KEYS,
+    MAX_MESSAGE_LENGTH,
+    MAX_MODELS_PER_TURN,
+    MAX_REPLY_CHARS,
+    MAX_REPLY_TIMEOUT,
+    MAX_TURNS,
+    SCALE_KEYS,
+    TURN_CHOICES,
+)
 from tasks.config.components import (
     CONTEXT_COMPONENTS,
     GOAL_COMPONENTS,
@@ -143,6 +155,7 @@ def task_config_schema(schema_id: str | None = None) -> dict[str, Any]:
         "goal_message": STRING,
         "content_warning": STRING,
         "instructions": STRING,
+        "chat": _chat_schema(),
         **_model_side_schemas(),
     }
     missing = set(TOP_LEVEL_KEYS) - set(properties)
@@ -287,6 +300,50 @@ def _aggregation_schema() -> dict[str, Any]:
             "count_self_reported": BOOLEAN,
         }
     )
+
+
+def _chat_schema() -> dict[str, Any]:
+    """The ``chat`` section (``tasks.config.chat``), with the parser's ranges."""
+
+    def between(low: int, high: int) -> dict[str, Any]:
+        return {"type": "integer", "minimum": low, "maximum": high}
+
+    scale = _object(
+        _checked_keys(
+            {"label": STRING, "min": between(-1000, 1000), "max": between(-1000, 1000)},
+            SCALE_KEYS,
+        )
+    )
+    judge = _object(
+        _checked_keys(
+            {"model": STRING, "rubric": STRING, "fooled_word": STRING, "not_fooled_word": STRING},
+            JUDGE_KEYS,
+        ),
+        required=["model", "rubric"],
+    )
+    properties = {
+        "instructions": STRING,
+        "models_per_turn": between(1, MAX_MODELS_PER_TURN),
+        "min_turns": between(1, MAX_TURNS),
+        "max_turns": between(1, MAX_TURNS),
+        "message_max_length": between(1, MAX_MESSAGE_LENGTH),
+        "turn_choice": {
+            "type": "array",
+            "items": {"enum": list(TURN_CHOICES)},
+            "uniqueItems": True,
+        },
+        "turn_slider": scale,
+        "rating": scale,
+        "free_text": STRING,
+        "fooled_by": {"enum": list(FOOLED_BY)},
+        "judge": judge,
+        "hide_model_identities": BOOLEAN,
+        "unique_models": BOOLEAN,
+        "system_prompt": STRING,
+        "reply_max_chars": between(1, MAX_REPLY_CHARS),
+        "reply_timeout": between(1, MAX_REPLY_TIMEOUT),
+    }
+    return _object(_checked_keys(properties, CHAT_KEYS))
 
 
 def _model_side_schemas() -> dict[str, Any]:
