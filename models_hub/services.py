@@ -35,6 +35,7 @@ from models_hub.models import Model, ModelStatus, Protocol, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
 from models_hub.transport import RetryPolicy
+from models_hub.trial import model_trial
 from tasks.config import TaskConfig
 from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyRequests
 from tasks.models import Round, Task
@@ -168,8 +169,14 @@ def _duration(seconds: int) -> str:
     return f"{max(1, math.ceil(rest / 60))} min"
 
 
-def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: Any) -> Model:
+def model_register(
+    *, task: Task, owner, in_loop: bool | None = None, trial: bool = True, **fields: Any
+) -> Model:
     """Register a model for ``task`` owned by ``owner`` and queue a first health check.
+
+    ``trial``: first send the endpoint one request built from the task's config and refuse a
+    model whose answer cannot fit the task (``models_hub.trial``, ``model.answer_unfit``);
+    False when the caller's form has just sent it.
 
     At most ``MODELS_HUB_REGISTRATIONS_PER_DAY`` per user and task, the task's owners apart
     (``model.registration_limit``, 429).
@@ -192,6 +199,8 @@ def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: 
     fields.setdefault("options", {})
     model = Model(task=task, owner=owner, **fields)
     _full_clean(model)
+    if trial:
+        model_trial(model, task.config, task.code)
     if in_loop is None:
         in_loop = manages and model.has_endpoint
     elif in_loop:

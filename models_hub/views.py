@@ -31,6 +31,14 @@ def _visible_model(pk: int, user) -> Model:
         raise Http404(error.message) from None
 
 
+def registered_message(model) -> str:
+    """What a new model's owner is told: a model without an endpoint has no health checks,
+    it is scored from uploaded predictions files."""
+    if model.has_endpoint:
+        return f"Model {model.name} registered; its health is checked."
+    return f"Model {model.name} registered; upload its predictions files to score it."
+
+
 class ModelRegisterView(LoginRequiredMixin, FormView):
     """Register a model for a task that accepts models."""
 
@@ -62,7 +70,7 @@ class ModelRegisterView(LoginRequiredMixin, FormView):
         except ServiceError as error:
             form.add_error(None, error.message)
             return self.form_invalid(form)
-        messages.success(self.request, f"Model {model.name} registered; its health is checked.")
+        messages.success(self.request, registered_message(model))
         return redirect("models_hub:detail", pk=model.pk)
 
 
