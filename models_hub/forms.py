@@ -28,15 +28,24 @@ def url_formfield(field: models.Field, **kwargs) -> forms.Field | None:
     return field.formfield(**kwargs)
 
 
-def token_field() -> forms.CharField:
-    """Return the write-only token field: a password input that never renders its value."""
+TOKEN_HELP = "Write-only: sent as 'Authorization: Bearer ...'. Leave blank to keep it."
+NEW_TOKEN_HELP = (
+    "Optional: the token your endpoint expects, sent with every call as "
+    "'Authorization: Bearer ...'. It is stored encrypted and never shown again; leave it "
+    "blank if the endpoint needs none."
+)
+
+
+def token_field(*, new: bool = False) -> forms.CharField:
+    """Return the write-only token field: a password input that never renders its value;
+    ``new`` for a model being registered (there is no stored token to keep yet)."""
     return forms.CharField(
         label="Auth token",
         required=False,
         strip=True,
         max_length=2000,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only: sent as 'Authorization: Bearer ...'. Leave blank to keep it.",
+        help_text=NEW_TOKEN_HELP if new else TOKEN_HELP,
     )
 
 
@@ -78,7 +87,7 @@ class ModelRegisterForm(EndpointCheckMixin, forms.ModelForm):
     and ``loop_round``: the round whose loop a task owner's model joins (None for others,
     who get no such field)."""
 
-    auth_token = token_field()
+    auth_token = token_field(new=True)
     in_loop = forms.BooleanField(initial=True, required=False)
 
     class Meta:
@@ -165,6 +174,8 @@ class ModelAdminForm(EndpointCheckMixin, forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.instance.pk is None:
+            self.fields["auth_token"].help_text = NEW_TOKEN_HELP
         if self.instance.pk and "loop_rounds" in self.fields:
             self.fields["loop_rounds"].queryset = Round.objects.filter(task=self.instance.task_id)
             self.fields["loop_rounds"].initial = list(

@@ -91,6 +91,17 @@ class ModelDetailView(TemplateView):
         )
 
 
+class ModelHealthView(TemplateView):
+    """The model card's health line (htmx polls it)."""
+
+    template_name = "models_hub/_health.html"
+
+    def get_context_data(self, **kwargs):
+        model = _visible_model(kwargs["pk"], self.request.user)
+        can_edit = selectors.model_can_edit(model, self.request.user)
+        return super().get_context_data(model=model, can_edit=can_edit, **kwargs)
+
+
 class ModelEditView(LoginRequiredMixin, FormView):
     """The owner edits the card, the endpoint, the write-only token and publishing."""
 

@@ -144,3 +144,13 @@ def test_a_model_without_an_endpoint_is_not_told_its_health_is_checked(task, own
     assert Model.objects.filter(name="file-only").exists()
     assert "its health is checked" not in page
     assert "upload its predictions files" in page
+
+
+def test_a_new_models_token_help_says_what_it_is_for(task, owner, admin_client):
+    web = Client()
+    web.force_login(owner)
+    register = web.get(reverse("models_hub:register", args=[task.code])).content.decode()
+    add = admin_client.get(reverse("admin:models_hub_model_add")).content.decode()
+    for page in (register, add):
+        assert "the token your endpoint expects" in page
+        assert "Leave blank to keep it" not in page
