@@ -3,7 +3,11 @@
 Scores equal ``sacrebleu.corpus_bleu`` / ``sacrebleu.corpus_chrf`` with their defaults. A
 gold given as a list holds several references (lists may differ in length); a ``None``
 prediction is scored as an empty translation. sacrebleu's per-segment statistics are
-kept so tags and bootstrap resamples only sum counts instead of re-tokenising.
+kept so tags and bootstrap resamples only sum counts instead of re-tokenising. They come from
+two private methods of sacrebleu's metrics (``_extract_corpus_statistics``,
+``_compute_score_from_stats``): sacrebleu is pinned in requirements.txt, and
+``tests/tasks/metrics/test_translation.py`` checks that any subset's summed rows score what
+the public ``corpus_bleu`` / ``corpus_chrf`` give that subset.
 
 ``sp_bleu`` (FLORES spBLEU) is BLEU over SentencePiece pieces. Nothing is downloaded: it
 needs the ``spm_model`` option, a path to a local ``.model`` file, and the
