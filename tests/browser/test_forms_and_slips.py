@@ -55,9 +55,7 @@ def test_the_predictions_refusal_says_to_tick_partial(
         page.select_option("select[name=dataset]", dataset.slug)
         page.set_input_files("input[name=file]", str(upload))
         page.click("#predictions-upload button[type=submit]")
-        refusal = page.locator(
-            "#predictions-upload .invalid-feedback, #predictions-upload .text-danger"
-        ).first
+        refusal = page.locator("#predictions-upload .invalid-feedback")
         refusal.wait_for()
         assert "tick “Accept a partial file”" in refusal.inner_text()
         assert "missing 2 of 6 ids" in refusal.inner_text()
