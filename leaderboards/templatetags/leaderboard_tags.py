@@ -121,7 +121,7 @@ def field_items(value, first=None) -> list[tuple[str, str]]:
 
 def probability_bars(value) -> list[dict]:
     """Return ``{"label", "value", "percent"}`` per label of a probabilities object (labels
-    to numbers between 0 and 1), or [] for any other value."""
+    to numbers between 0 and 1), the likeliest first, or [] for any other value."""
     if not isinstance(value, dict) or not value:
         return []
     numbers = list(value.values())
@@ -131,7 +131,7 @@ def probability_bars(value) -> list[dict]:
         return []
     return [
         {"label": str(label), "value": f"{p:.2f}", "percent": f"{100 * p:.1f}"}
-        for label, p in value.items()
+        for label, p in sorted(value.items(), key=lambda item: -item[1])
     ]
 
 
