@@ -302,6 +302,9 @@ class CreateForm(ConfigForm):
 
     context_id = forms.IntegerField(required=False, widget=forms.HiddenInput)
     started_at = forms.CharField(required=False, widget=forms.HiddenInput)
+    # The goal label the platform asked for when it showed the form (the goal field holds the
+    # one the worker chose).
+    asked_label = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
     retain_input = forms.BooleanField(required=False, label="Retain my input for the same context")
     sandbox = forms.BooleanField(
         required=False,
@@ -314,15 +317,17 @@ class CreateForm(ConfigForm):
         goal = config.goal_field
         if goal is not None and goal_label and goal.name in self.fields:
             self.fields[goal.name].initial = goal_label
+            self.fields["asked_label"].initial = goal_label
         shortcut_field = self.label_choice_field()
         if shortcut_field is not None:
             shortcut_field.widget.attrs[SHORTCUT_GROUP_ATTR] = "label"
         if not self.is_bound and "started_at" not in self.initial:
             self.initial["started_at"] = sign_started_at()
         self.helper.layout = Layout(
-            *[field_layout(spec) for spec in self.specs],
+            *self._goal_first(),
             "context_id",
             "started_at",
+            "asked_label",
             HTML('{% include "annotation/_next_context.html" %}'),
             Div(
                 Field("retain_input", wrapper_class="form-check form-switch me-4"),
@@ -330,6 +335,24 @@ class CreateForm(ConfigForm):
                 css_class="d-flex flex-wrap mt-2",
             ),
         )
+
+    def _goal_first(self) -> list:
+        """The config's fields, the goal field first and inside the goal banner, so the banner
+        and the label choice are one control (``static/annotation/goal_banner.js`` keeps the
+        banner's label in step with the choice)."""
+        goal = self.config.goal_field
+        fields = [field_layout(spec) for spec in self.specs if goal is None or spec != goal]
+        if goal is None or goal.name not in self.fields:
+            return fields
+        banner = Div(
+            HTML('{% include "annotation/_goal_banner.html" with in_form=True %}'),
+            field_layout(goal),
+            css_class="alert alert-primary goal-banner",
+            css_id="goal-banner",
+            role="group",
+            data_goal_field=goal.name,
+        )
+        return [banner, *fields]
 
     def label_choice_field(self) -> forms.Field | None:
         """The field the number keys choose in (``1`` its first choice...): the goal field,
@@ -630,7 +653,9 @@ def goal_text(config: TaskConfig, goal_label: str) -> str:
     if not goal_label:
         return ""
     return format_html(
-        "Your goal: write an example whose true label is &ldquo;{}&rdquo; and fool the model.",
+        "Your goal: write an example whose true label is "
+        '&ldquo;<span data-goal-label="{}">{}</span>&rdquo; and fool the model.',
+        goal_label,
         goal_label,
     )
 

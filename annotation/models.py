@@ -128,6 +128,9 @@ class Example(models.Model):
     )
     # Everything the worker entered, targets included (checked against the config version).
     input = models.JSONField()
+    # The goal: ``asked_label`` is the label the platform asked the worker to write for (blank
+    # when it asked none, as for API clients); ``goal_label`` the one the worker chose.
+    asked_label = models.CharField(max_length=200, blank=True)
     goal_label = models.CharField(max_length=200, blank=True)
     status = models.CharField(
         max_length=20, choices=ExampleStatus.choices, default=ExampleStatus.AWAITING_MODEL

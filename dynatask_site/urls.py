@@ -1,13 +1,22 @@
 """Root URL configuration."""
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
 
 from dynatask_site.readiness import readyz
 
 urlpatterns = [
     # The load balancer's health check (docs/deploy.md): no sign-in, no secrets.
     path("readyz", readyz, name="readyz"),
+    # Browsers ask for /favicon.ico when a page names no icon (a JSON or file response); the
+    # icon's URL is read at request time (the manifest storage needs collectstatic first).
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=lazy(static, str)("favicon.svg"), permanent=True),
+    ),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("tasks.urls")),

@@ -104,6 +104,7 @@ def _submit(request, bundle, round_):
             context=context,
             data=form.config_values(),
             goal_label=goal_label,
+            asked_label=form.cleaned_data.get("asked_label", ""),
             time_spent_ms=time_spent_ms(form.cleaned_data.get("started_at")),
             model=bundle.pick_model(round_),
         )

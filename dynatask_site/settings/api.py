@@ -16,7 +16,6 @@ REST_FRAMEWORK = {
         "dynatask_site.api_auth.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_SCHEMA_CLASS": "dynatask_site.api.DynataskAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON by default, nested at most MAX_JSON_DEPTH (64) levels (deeper: 400 json_too_deep);
     # upload endpoints opt into multipart themselves.
@@ -50,6 +49,11 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
+    # The shared error responses first: the enum hook works on the built components.
+    "POSTPROCESSING_HOOKS": [
+        "dynatask_site.api.error_responses_hook",
+        "drf_spectacular.hooks.postprocess_schema_enums",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "ExampleStatusEnum": "annotation.models.ExampleStatus",
         "ModelStatusEnum": "models_hub.models.ModelStatus",
