@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0008_campaign_signed_worker_links'),
+        ('annotation', '0009_chat_conversations'),
     ]
 
     operations = [
