@@ -6,6 +6,7 @@ Included by ``api.urls`` under ``/api/v1/`` in the ``api`` namespace; views in `
 from django.urls import path
 
 from annotation import api as annotation_api
+from annotation.chat import api as chat_api
 
 urlpatterns = [
     path(
@@ -44,4 +45,56 @@ urlpatterns = [
         name="validation-create",
     ),
     path("tasks/<slug:code>/export/", annotation_api.ExportView.as_view(), name="export"),
+    # conversations (chat tasks)
+    path(
+        "tasks/<slug:code>/conversations/",
+        chat_api.ConversationStartView.as_view(),
+        name="conversation-start",
+    ),
+    path(
+        "tasks/<slug:code>/conversations/export/",
+        chat_api.ChatExportView.as_view(),
+        name="conversation-export",
+    ),
+    path(
+        "conversations/<int:pk>/",
+        chat_api.ConversationDetailView.as_view(),
+        name="conversation-detail",
+    ),
+    path("conversations/<int:pk>/turns/", chat_api.TurnCreateView.as_view(), name="turn-create"),
+    path(
+        "conversations/<int:pk>/turns/<int:turn_id>/choice/",
+        chat_api.TurnChoiceView.as_view(),
+        name="turn-choice",
+    ),
+    path(
+        "conversations/<int:pk>/replies/<int:reply_id>/",
+        chat_api.ReplyDetailView.as_view(),
+        name="reply-detail",
+    ),
+    path(
+        "conversations/<int:pk>/replies/<int:reply_id>/stream/",
+        chat_api.ReplyStreamView.as_view(),
+        name="reply-stream",
+    ),
+    path(
+        "conversations/<int:pk>/replies/<int:reply_id>/retry/",
+        chat_api.ReplyRetryView.as_view(),
+        name="reply-retry",
+    ),
+    path(
+        "conversations/<int:pk>/replies/<int:reply_id>/cancel/",
+        chat_api.ReplyCancelView.as_view(),
+        name="reply-cancel",
+    ),
+    path(
+        "conversations/<int:pk>/finish/",
+        chat_api.ConversationFinishView.as_view(),
+        name="conversation-finish",
+    ),
+    path(
+        "examples/<int:pk>/transcript/",
+        chat_api.ExampleTranscriptView.as_view(),
+        name="example-transcript",
+    ),
 ]

@@ -111,7 +111,9 @@ def goal_text(config: TaskConfig, goal_label: str) -> str:
     if not goal_label:
         return ""
     return format_html(
-        "Your goal: write an example whose true label is &ldquo;{}&rdquo; and fool the model.",
+        "Your goal: write an example whose true label is "
+        '&ldquo;<span data-goal-label="{}">{}</span>&rdquo; and fool the model.',
+        goal_label,
         goal_label,
     )
 

@@ -46,6 +46,7 @@ EXAMPLE_COLUMNS = (
     "user_id",
     "campaign_worker_id",
     "input_json",
+    "asked_label",
     "goal_label",
     "status",
     "model_id",
@@ -66,6 +67,7 @@ EXAMPLE_COLUMNS = (
     "time_spent_ms",
     "created_at",
 )
+MODEL_ID_COLUMN = EXAMPLE_COLUMNS.index("model_id")
 VALIDATION_COLUMNS = (
     "example_id",
     "label",
@@ -214,7 +216,9 @@ def example_export_lines(
                     f'"metadata":{metadata_json or "{}"}}}'
                 )
 
-        unseen_models = {row[9] for row in rows if row[9] is not None} - model_names.keys()
+        unseen_models = {
+            row[MODEL_ID_COLUMN] for row in rows if row[MODEL_ID_COLUMN] is not None
+        } - model_names.keys()
         if unseen_models:
             model_names.update(
                 (model_id, _string(name))
@@ -231,6 +235,7 @@ def example_export_lines(
             user_id,
             campaign_worker_id,
             input_json,
+            asked_label,
             goal_label,
             status,
             model_id,
@@ -256,7 +261,8 @@ def example_export_lines(
                 f'"round":{_number(round_numbers.get(round_id))},'
                 f'"config_version":{_number(config_versions.get(config_version_id))},'
                 f'"context":{contexts.get(context_id, "null")},'
-                f'"input":{input_json},"goal_label":{string(goal_label)},'
+                f'"input":{input_json},"asked_label":{string(asked_label)},'
+                f'"goal_label":{string(goal_label)},'
                 f'"status":{string(status)},'
                 f'"model":{{"id":{_number(model_id)},'
                 f'"name":{model_names.get(model_id, "null")},'

@@ -14,14 +14,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from crispy_forms.bootstrap import InlineRadios
 from crispy_forms.helper import FormHelper
 from crispy_forms.layout import HTML, Div, Field, Fieldset, Layout
 from django import forms
 from django.core import signing, validators
 from django.utils import timezone
+from django.utils.html import escape
 
 from annotation.models import ValidationLabel
-from tasks.config.types import FieldSpec, FieldType, TaskConfig, Verdict
+from annotation.scales import (
+    build_label_sliders,
+    build_label_with_slider,
+    build_slider,
+    build_text_with_slider,
+)
+from tasks.config.types import ChoiceWidget, FieldSpec, FieldType, TaskConfig
+from tasks.markdown import render_markdown
 
 STARTED_AT_SALT = "annotation.started_at"
 # Radio buttons carrying this attribute are picked with the number keys (static/annotation/
@@ -161,9 +170,21 @@ def build_string(spec: FieldSpec) -> forms.Field:
     )
 
 
+CHOICE_WIDGETS = {
+    ChoiceWidget.RADIO: lambda: forms.RadioSelect(),
+    ChoiceWidget.INLINE_RADIO: lambda: forms.RadioSelect(),
+    ChoiceWidget.DROPDOWN: lambda: forms.Select(),
+}
+
+
 def build_multiclass(spec: FieldSpec) -> forms.Field:
     choices = [(label, label) for label in spec.labels]
-    widget = forms.RadioSelect if len(choices) <= 6 else forms.Select
+    if spec.widget is not None:
+        widget = CHOICE_WIDGETS[spec.widget]()
+        if spec.widget == ChoiceWidget.DROPDOWN:
+            choices = [("", spec.placeholder or "Choose...")] + choices
+    else:
+        widget = forms.RadioSelect() if len(choices) <= 6 else forms.Select()
     return forms.ChoiceField(choices=choices, widget=widget, **_common(spec))
 
 
@@ -200,7 +221,37 @@ FIELD_BUILDERS: dict[FieldType, Callable[[FieldSpec], forms.Field | None]] = {
     FieldType.CONTEXT_STRING_SELECTION: build_selection,
     FieldType.IMAGE: build_image,
     FieldType.PROB: build_prob,
+    FieldType.SLIDER: build_slider,
+    FieldType.LABEL_SLIDERS: build_label_sliders,
+    FieldType.LABEL_WITH_SLIDER: build_label_with_slider,
+    FieldType.TEXT_WITH_SLIDER: build_text_with_slider,
 }
+
+
+def field_layout(spec: FieldSpec):
+    """The crispy layout of one config field: the field, after its instructions if any."""
+    field = (
+        InlineRadios(spec.name) if spec.widget == ChoiceWidget.INLINE_RADIO else Field(spec.name)
+    )
+    if not spec.instructions:
+        return field
+    return Div(HTML(instructions_html(spec)), field, css_class="field-instructed")
+
+
+def instructions_html(spec: FieldSpec) -> str:
+    """The field's instructions as a folded block of sanitised Markdown.
+
+    Crispy's ``HTML`` is a template: every brace is written as an entity, so an owner's text
+    cannot reach the template language.
+    """
+    body = render_markdown(spec.instructions)
+    body = body.replace("{", "&#123;").replace("}", "&#125;")
+    label = escape(spec.display_name).replace("{", "&#123;").replace("}", "&#125;")
+    opened = " open" if spec.instructions_open else ""
+    return (
+        f'<details class="field-instructions"{opened}><summary>Instructions: {label}'
+        f"</summary>{body}</details>"
+    )
 
 
 def build_field(spec: FieldSpec) -> forms.Field | None:
@@ -247,6 +298,9 @@ class CreateForm(ConfigForm):
 
     context_id = forms.IntegerField(required=False, widget=forms.HiddenInput)
     started_at = forms.CharField(required=False, widget=forms.HiddenInput)
+    # The goal label the platform asked for when it showed the form (the goal field holds the
+    # one the worker chose).
+    asked_label = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
     retain_input = forms.BooleanField(required=False, label="Retain my input for the same context")
     sandbox = forms.BooleanField(
         required=False,
@@ -259,15 +313,17 @@ class CreateForm(ConfigForm):
         goal = config.goal_field
         if goal is not None and goal_label and goal.name in self.fields:
             self.fields[goal.name].initial = goal_label
+            self.fields["asked_label"].initial = goal_label
         shortcut_field = self.label_choice_field()
         if shortcut_field is not None:
             shortcut_field.widget.attrs[SHORTCUT_GROUP_ATTR] = "label"
         if not self.is_bound and "started_at" not in self.initial:
             self.initial["started_at"] = sign_started_at()
         self.helper.layout = Layout(
-            *[Field(spec.name) for spec in self.specs],
+            *self._goal_first(),
             "context_id",
             "started_at",
+            "asked_label",
             HTML('{% include "annotation/_next_context.html" %}'),
             Div(
                 Field("retain_input", wrapper_class="form-check form-switch me-4"),
@@ -275,6 +331,24 @@ class CreateForm(ConfigForm):
                 css_class="d-flex flex-wrap mt-2",
             ),
         )
+
+    def _goal_first(self) -> list:
+        """The config's fields, the goal field first and inside the goal banner, so the banner
+        and the label choice are one control (``static/annotation/goal_banner.js`` keeps the
+        banner's label in step with the choice)."""
+        goal = self.config.goal_field
+        fields = [field_layout(spec) for spec in self.specs if goal is None or spec != goal]
+        if goal is None or goal.name not in self.fields:
+            return fields
+        banner = Div(
+            HTML('{% include "annotation/_goal_banner.html" with in_form=True %}'),
+            field_layout(goal),
+            css_class="alert alert-primary goal-banner",
+            css_id="goal-banner",
+            role="group",
+            data_goal_field=goal.name,
+        )
+        return [banner, *fields]
 
     def label_choice_field(self) -> forms.Field | None:
         """The field the number keys choose in (``1`` its first choice...): the goal field,
@@ -294,7 +368,7 @@ class MetadataForm(ConfigForm):
 
     def __init__(self, *args, specs: Iterable[FieldSpec], **kwargs):
         super().__init__(*args, specs=specs, **kwargs)
-        self.helper.layout = Layout(*[Field(spec.name) for spec in self.specs])
+        self.helper.layout = Layout(*[field_layout(spec) for spec in self.specs])
 
 
 VERDICT_HELP = {
@@ -326,6 +400,11 @@ class ValidateForm(ConfigForm):
     def __init__(self, *args, config: TaskConfig, **kwargs):
         super().__init__(*args, specs=config.metadata_validate, **kwargs)
         self.config = config
+        # The config's validation_options may offer fewer verdicts than the three.
+        offered = {verdict.value for verdict in config.verdicts}
+        self.fields["label"].choices = [
+            (value, label) for value, label in ValidationLabel.choices if value in offered
+        ]
         # Required-ness depends on the verdict: checked in clean() against the chosen one.
         self.required_names = {spec.name for spec in self.specs if not spec.optional}
         for name in self.required_names:
@@ -333,11 +412,11 @@ class ValidateForm(ConfigForm):
         if not self.is_bound and "started_at" not in self.initial:
             self.initial["started_at"] = sign_started_at()
         groups: list = []
-        unconditional = [s.name for s in self.specs if s.validated_label_condition is None]
+        unconditional = [field_layout(s) for s in self.specs if s.validated_label_condition is None]
         if unconditional:
             groups.append(Div(*unconditional))
-        for verdict in Verdict:
-            names = [s.name for s in self.specs if s.validated_label_condition == verdict]
+        for verdict in config.verdicts:
+            names = [field_layout(s) for s in self.specs if s.validated_label_condition == verdict]
             if names:
                 groups.append(
                     Fieldset(

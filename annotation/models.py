@@ -25,6 +25,8 @@ class VerdictSource(models.TextChoices):
     NONE = "", "None"
     METRIC = "metric", "The config's model_wrong_metric"
     WORKER = "worker", "The worker (ask_user)"
+    JUDGE = "judge", "A judge model (chat tasks)"
+    WORKER_AND_JUDGE = "worker_and_judge", "The worker and a judge model (chat tasks)"
 
 
 class ValidationLabel(models.TextChoices):
@@ -126,6 +128,9 @@ class Example(models.Model):
     )
     # Everything the worker entered, targets included (checked against the config version).
     input = models.JSONField()
+    # The goal: ``asked_label`` is the label the platform asked the worker to write for (blank
+    # when it asked none, as for API clients); ``goal_label`` the one the worker chose.
+    asked_label = models.CharField(max_length=200, blank=True)
     goal_label = models.CharField(max_length=200, blank=True)
     status = models.CharField(
         max_length=20, choices=ExampleStatus.choices, default=ExampleStatus.AWAITING_MODEL
@@ -286,3 +291,12 @@ class WorkerStats(models.Model):
 
     def __str__(self) -> str:
         return f"worker stats {self.pk}"
+
+
+# Chat collection's models live in their own module and belong to this app.
+from annotation.chat.models import (  # noqa: E402, F401
+    ChatReply,
+    ChatTurn,
+    Conversation,
+    ConversationSeat,
+)

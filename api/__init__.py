@@ -5,7 +5,7 @@
 - ``api.parsers``: the JSON parser with the depth guard;
 - ``api.permissions``: ``require`` a rule of ``tasks.permissions`` (or an app's own);
 - ``api.throttles``: the write throttles;
-- ``api.schema``: the OpenAPI schema with the shared error responses;
+- ``api.schema``: the OpenAPI schema's shared error responses (a postprocessing hook);
 - ``api.fields``: serializer fields every app uses;
 - ``api.urls``: ``/api/v1/`` (each app's ``api_urls``, included by name), schema and docs.
 

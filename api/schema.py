@@ -1,11 +1,12 @@
-"""The OpenAPI schema: drf-spectacular's AutoSchema with the shared error responses.
+"""The OpenAPI schema: the shared error responses on every operation.
 
-Named by ``REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"]`` (``settings/api.py``).
+``error_responses_hook`` is a drf-spectacular ``POSTPROCESSING_HOOKS`` entry
+(``settings/api.py``).
 """
 
 from __future__ import annotations
 
-from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.settings import spectacular_settings
 
 from api.errors import ErrorSerializer
 
@@ -20,14 +21,28 @@ ERROR_STATUSES = {
 }
 
 
-class DynataskAutoSchema(AutoSchema):
-    """drf-spectacular's AutoSchema, with the shared error responses on every operation."""
+def error_responses_hook(result, generator, request, public):
+    """A drf-spectacular ``POSTPROCESSING_HOOKS`` entry: every operation gets the shared
+    error responses (``ERROR_STATUSES``) it does not declare, as ``ErrorSerializer``.
 
-    def _get_response_bodies(self, direction="response"):
-        responses = super()._get_response_bodies(direction)
-        for code, description in ERROR_STATUSES.items():
-            if code not in responses:
-                response = self._get_response_for_code(ErrorSerializer, code, direction=direction)
-                response["description"] = description
-                responses[code] = response
-        return responses
+    The serializer's components are resolved through the schema of one of the API's own
+    views, then the components are built again from the generator's registry; list this
+    hook before ``postprocess_schema_enums``, which works on the built components.
+    """
+    if not generator.endpoints:
+        return result
+    _path, _regex, method, callback = generator.endpoints[0]
+    schema = generator.create_view(callback, method).schema
+    schema.registry = generator.registry
+    error = schema.resolve_serializer(ErrorSerializer, "response").ref
+    result["components"] = generator.registry.build(spectacular_settings.APPEND_COMPONENTS)
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            # The error in every media type the operation answers in, JSON first.
+            answered = (t for response in responses.values() for t in response.get("content", {}))
+            media_types = dict.fromkeys(["application/json", *answered])
+            content = {media_type: {"schema": error} for media_type in media_types}
+            for code, description in ERROR_STATUSES.items():
+                responses.setdefault(code, {"content": content, "description": description})
+    return result

@@ -15,6 +15,7 @@ NAV_VIEWS = {
     "admin": "admin:index",
     "login": "login",
     "logout": "logout",
+    "signup": "tasks:signup",
 }
 
 

@@ -95,3 +95,4 @@ class PredictionsUploadForm(forms.Form):
             if not can_manage_task(user, task):
                 datasets = datasets.exclude(SEALED)
             self.fields["dataset"].queryset = datasets.order_by("perturbation_of_id", "name")
+            self.fields["dataset"].label_from_instance = lambda dataset: dataset.name

@@ -19,10 +19,13 @@ by ``on_shard_failure``; the run page then offers a Retry.
 A worker killed outright (``kill -9``, OOM, lost host) leaves its shard ``running`` with a
 job nobody runs. ``EvalWorker`` (run it with ``rqworker eval --worker-class
 leaderboards.jobs.EvalWorker``) calls ``shards_recover`` when it starts and at each
-maintenance pass: unfinished shards of active runs whose job is no longer alive are enqueued
-again and resume from their stored predictions. The dead job's late "abandoned" failure
-callback is then ignored, since the shard names its new job. The slot of its model that
-the dead job held is dropped, and free slots go to the model's waiting shards
+maintenance pass, and so does the periodic ``eval_recover_job`` (every
+``EVAL_RECOVER_SECONDS``, from ``run_cron``). A running shard job holds a lease that lapses
+within ``EVAL_JOB_LEASE_SECONDS`` of its host's death (``leaderboards.job_leases``).
+Unfinished shards of active runs whose job is no longer alive are enqueued again and resume
+from their stored predictions. The dead job's late "abandoned" failure callback is then
+ignored, since the shard names its new job. The slot of its model that the dead job held is
+dropped, and free slots go to the model's waiting shards
 (``scheduling.models_sweep``); a shard that waits for a slot is not "lost".
 """
 
@@ -38,6 +41,7 @@ from redis.exceptions import RedisError
 from rq.job import get_current_job
 from rq.worker import Worker
 
+from leaderboards.job_leases import JobLease, leases_prune
 from leaderboards.models import EvaluationShard, RunStatus
 from leaderboards.services import scheduling
 from leaderboards.services.dataset_uploads import dataset_upload_import
@@ -52,9 +56,21 @@ logger = logging.getLogger(__name__)
 
 # -- job functions ----------------------------------------------------------------------------
 def eval_shard_job(shard_id: int) -> dict[str, Any]:
-    """Run a turn of evaluation shard ``shard_id`` (it may wait for its model's slot)."""
+    """Run a turn of evaluation shard ``shard_id`` (it may wait for its model's slot), under
+    a lease that tells the other hosts it is alive (``leaderboards.job_leases``)."""
     job = get_current_job()
-    return scheduling.shard_run(shard_id, job.id if job is not None else uuid.uuid4().hex)
+    if job is None:
+        return scheduling.shard_run(shard_id, uuid.uuid4().hex)
+    with JobLease(job.connection, job.id):
+        return scheduling.shard_run(shard_id, job.id)
+
+
+def eval_recover_job() -> dict[str, int]:
+    """Periodic (``settings.PERIODIC_JOBS``): enqueue again the shards whose job died, on any
+    host, and drop leases long lapsed. Workers also recover at their maintenance passes, but
+    an idle worker blocks on its queue for minutes between two."""
+    connection = queue().connection
+    return {"recovered": shards_recover(connection), "pruned": leases_prune(connection)}
 
 
 def finalize_run_job(run_id: int) -> dict[str, Any]:

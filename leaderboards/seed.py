@@ -40,6 +40,12 @@ DEMO_DATASETS = {
     "hs": ("Demo hate speech", "demo", "hs.jsonl"),
 }
 
+# task code -> (name, slug, file): demo datasets whose gold answers are public, so that the
+# owner of any model of the task browses its per-example results on them.
+PUBLIC_DEMO_DATASETS = {
+    "sentiment": ("Sentiment practice set (public gold)", "practice", "sentiment-practice.jsonl"),
+}
+
 
 def _jsonl(rows: Iterator[dict]) -> io.BytesIO:
     return io.BytesIO("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode())
@@ -216,6 +222,14 @@ def seed_datasets(options: SeedOptions) -> None:
             # Round 1's data, so the leaderboard's per-round trend has a point.
             round_number=1,
         )
+    for code, (name, slug, filename) in PUBLIC_DEMO_DATASETS.items():
+        task = Task.objects.select_related("current_config").filter(code=code).first()
+        if task is not None:
+            payload = io.BytesIO((DEMO_DIR / filename).read_bytes())
+            description = "Written for Dynatask's demo; its gold answers are public."
+            _import(
+                task, slug, name, payload, options, description=description, access_type="public"
+            )
     if not options.shared_data:
         return
     shared = Path(options.shared_data)

@@ -54,6 +54,11 @@ urlpatterns = [
         name="dataset_detail",
     ),
     path(
+        "tasks/<slug:code>/datasets/<slug:slug>/inputs.jsonl",
+        datasets.DatasetInputsView.as_view(),
+        name="dataset_inputs",
+    ),
+    path(
         "tasks/<slug:code>/datasets/<slug:slug>/perturb",
         datasets.DatasetPerturbView.as_view(),
         name="dataset_perturb",

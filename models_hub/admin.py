@@ -96,14 +96,19 @@ class ModelAdmin(OwnerScopedAdmin):
         ("In the loop", {"fields": ("loop_rounds",)}),
         ("Health", {"fields": HEALTH_FIELDS}),
     )
+    # Adding a model asks whether it joins the current round's loop (off unless ticked).
+    add_fieldsets = (
+        *fieldsets[:3],
+        ("In the loop", {"fields": ("in_loop",)}),
+    )
 
     def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return list(self.add_fieldsets)
         fieldsets = list(super().get_fieldsets(request, obj))
         # The rounds to choose from are the task's: unknown until the model exists.
-        if obj is None or not can_manage_task(request.user, obj.task):
+        if not can_manage_task(request.user, obj.task):
             fieldsets = [fs for fs in fieldsets if fs[0] != "In the loop"]
-        if obj is None:
-            fieldsets = [fs for fs in fieldsets if fs[0] != "Health"]
         return fieldsets
 
     def get_form(self, request, obj=None, change=False, **kwargs):
@@ -154,6 +159,8 @@ class ModelAdmin(OwnerScopedAdmin):
                     owner=owner,
                     auth_token=data.get("auth_token", ""),
                     is_published=data.get("is_published", False),
+                    in_loop=bool(data.get("in_loop")) and can_manage_task(owner, data["task"]),
+                    trial=False,  # the form's clean() has sent the trial request
                     **self._fields(form),
                 )
                 if data.get("read_timeout_cap") is not None:

@@ -10,6 +10,7 @@ from core.errors import ServiceError
 from core.forms import BoundedJSONField
 from models_hub import services
 from models_hub.models import Model, Protocol
+from models_hub.trial import model_trial
 from tasks.models import Round
 
 CARD_AND_ENDPOINT_FIELDS = [*services.CARD_FIELDS, *services.ENDPOINT_FIELDS, "is_anonymous"]
@@ -27,15 +28,24 @@ def url_formfield(field: models.Field, **kwargs) -> forms.Field | None:
     return field.formfield(**kwargs)
 
 
-def token_field() -> forms.CharField:
-    """Return the write-only token field: a password input that never renders its value."""
+TOKEN_HELP = "Write-only: sent as 'Authorization: Bearer ...'. Leave blank to keep it."
+NEW_TOKEN_HELP = (
+    "Optional: the token your endpoint expects, sent with every call as "
+    "'Authorization: Bearer ...'. It is stored encrypted and never shown again; leave it "
+    "blank if the endpoint needs none."
+)
+
+
+def token_field(*, new: bool = False) -> forms.CharField:
+    """Return the write-only token field: a password input that never renders its value;
+    ``new`` for a model being registered (there is no stored token to keep yet)."""
     return forms.CharField(
         label="Auth token",
         required=False,
         strip=True,
         max_length=2000,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only: sent as 'Authorization: Bearer ...'. Leave blank to keep it.",
+        help_text=NEW_TOKEN_HELP if new else TOKEN_HELP,
     )
 
 
@@ -99,7 +109,7 @@ class ModelRegisterForm(EndpointCheckMixin, forms.ModelForm):
     and ``loop_round``: the round whose loop a task owner's model joins (None for others,
     who get no such field)."""
 
-    auth_token = token_field()
+    auth_token = token_field(new=True)
     in_loop = forms.BooleanField(initial=True, required=False)
 
     class Meta:
@@ -153,10 +163,23 @@ class ModelEditForm(EndpointCheckMixin, forms.ModelForm):
 
 
 class ModelAdminForm(EndpointCheckMixin, forms.ModelForm):
-    """The admin form: the token is write-only and the in-the-loop rounds are chosen here."""
+    """The admin form: the token is write-only and the in-the-loop rounds are chosen here.
+
+    Adding a model asks whether it joins the loop of the task's current round (``in_loop``,
+    off unless ticked) and sends its endpoint the registration's trial request
+    (``models_hub.trial``): an answer that cannot fit the task is an error of the URL field.
+    """
 
     auth_token = token_field()
     clear_auth_token = clear_token_field()
+    in_loop = forms.BooleanField(
+        required=False,
+        initial=False,
+        label="Put it in the loop of the task's current round",
+        help_text="Workers' examples are then sent to it. Task owners only; models without an "
+        "endpoint never are. The rounds can be changed later on this page or on the task's "
+        "loop page.",
+    )
     loop_rounds = forms.ModelMultipleChoiceField(
         queryset=Round.objects.none(),
         required=False,
@@ -178,11 +201,27 @@ class ModelAdminForm(EndpointCheckMixin, forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.instance.pk is None:
+            self.fields["auth_token"].help_text = NEW_TOKEN_HELP
         if self.instance.pk and "loop_rounds" in self.fields:
             self.fields["loop_rounds"].queryset = Round.objects.filter(task=self.instance.task_id)
             self.fields["loop_rounds"].initial = list(
                 self.instance.in_loop_rounds.values_list("pk", flat=True)
             )
+
+    def clean(self):
+        cleaned = super().clean()
+        task = cleaned.get("task")
+        if cleaned.get("in_loop") and cleaned.get("protocol") == Protocol.NONE:
+            self.add_error("in_loop", "A model without an endpoint cannot answer in the loop.")
+        if self.instance.pk is None and task is not None and not self.errors:
+            fields = {name: cleaned[name] for name in services.ENDPOINT_FIELDS if name in cleaned}
+            trial_model = Model(task=task, auth_token=cleaned.get("auth_token", ""), **fields)
+            try:
+                model_trial(trial_model, task.config, task.code)
+            except ServiceError as error:
+                self.add_error("endpoint_url", error.message)
+        return cleaned
 
 
 class LoopForm(forms.Form):

@@ -14,7 +14,7 @@ behind no evaluation shard, and holds none up.
 
 The live queue is served by RQ's ``SimpleWorker`` (no fork per job). Periodic jobs, the
 health checks among them, run from RQ's cron scheduler (``core.periodic``, ``manage.py
-run_cron``, ``settings.PERIODIC_JOBS``).
+run_cron``, ``settings.PERIODIC_JOBS``), once per period however many hosts run it.
 """
 
 from __future__ import annotations

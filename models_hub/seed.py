@@ -85,7 +85,9 @@ def _seed_one(task: Task, owner, spec: DemoModel, url: str, options: SeedOptions
         Model.objects.filter(task=task, name=spec.name).values_list("endpoint_url", flat=True)
     ).first()
     with transaction.atomic():
-        model = ensure_demo_model(task, owner, spec, protocol="dynatask", endpoint_url=url)
+        model = ensure_demo_model(
+            task, owner, spec, protocol=spec.protocol, endpoint_url=url, options=spec.options
+        )
         if spec.in_loop:
             open_rounds = set(task.rounds.filter(is_open=True))
             services.model_set_rounds(model, open_rounds | set(model.in_loop_rounds.all()), owner)

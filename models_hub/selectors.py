@@ -6,6 +6,7 @@ import random
 
 from django.conf import settings
 from django.db.models import F, Q
+from django.urls import reverse
 
 from core.errors import NotFound
 from models_hub import sealing
@@ -192,6 +193,9 @@ def rounds_with_models(task: Task) -> list[tuple[Round, list[Model]]]:
     return [(round, links[round.pk]) for round in rounds]
 
 
+LOOP_FIX_LABEL = "Choose the models in the loop"
+
+
 def loop_warnings(task: Task, rounds) -> list[RoundWarning]:
     """Return ``loop.empty`` for each of ``rounds`` with no model in its loop and
     ``loop.silent`` for each whose loop models may none answer now; one query.
@@ -201,6 +205,8 @@ def loop_warnings(task: Task, rounds) -> list[RoundWarning]:
     members: dict[int, list[Model]] = {round_.pk: [] for round_ in rounds}
     for model, round_id in loop_members(list(members)):
         members[round_id].append(model)
+    # Where the loop is set: the task's loop page.
+    fix = {"fix_url": reverse("models_hub:loop", args=[task.code]), "fix_label": LOOP_FIX_LABEL}
     warnings = []
     for round_ in rounds:
         models = members[round_.pk]
@@ -211,6 +217,7 @@ def loop_warnings(task: Task, rounds) -> list[RoundWarning]:
                     round_.number,
                     f"Round {round_.number} has no model in the loop: examples are saved "
                     "without a model's answer.",
+                    **fix,
                 )
             )
         elif not any(is_pickable(model) for model in models):
@@ -221,6 +228,7 @@ def loop_warnings(task: Task, rounds) -> list[RoundWarning]:
                     f"No model in the loop of round {round_.number} is answering (their last "
                     "health checks failed, or they are disabled): examples are saved without "
                     "a model's answer.",
+                    **fix,
                 )
             )
     return warnings

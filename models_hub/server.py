@@ -11,7 +11,10 @@ server (keep-alive, so clients reuse connections) for any object with
   (when it has one), so a large request never exceeds what the handler can take at once;
 - a handler that raises, or returns the wrong number of outputs, answers 500 with a generic
   error (the details go to this process's log, not to the caller);
-- ``GET /health`` answers ``{"status": "ok", "model_version": ..., "memory_gb": <RSS in GiB>}``.
+- ``GET /health`` answers ``{"status": "ok", "model_version": ..., "memory_gb": <RSS in GiB>}``;
+- a handler with a ``chat(messages, options)`` method is also served over the OpenAI-compatible
+  ``POST /v1/chat/completions``, streaming included (``models_hub.chat_serving``), with
+  ``GET /v1/models``; ``GET /`` then answers 200 (the health probe of ``openai_chat`` models).
 
 ``serve("dotted.path:Class", host, port)`` imports, instantiates and serves a handler until
 interrupted. Access logging goes to the ``models_hub.server`` logger at DEBUG level.
@@ -31,6 +34,7 @@ from typing import Any, Protocol
 import psutil
 
 from core.bounded_json import JSONTooDeep, json_loads_bounded
+from models_hub import chat_serving
 
 logger = logging.getLogger(__name__)
 
@@ -171,8 +175,17 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        """Answer ``/health``; everything else is 404."""
-        if self.path.split("?", 1)[0].rstrip("/") == "/health":
+        """Answer ``/health`` (and, for a chat handler, ``/`` and ``/v1/models``); else 404."""
+        path = self.path.split("?", 1)[0]
+        if chat_serving.can_chat(self.server.handler) and path in ("/", ""):
+            self.send_json(
+                HTTPStatus.OK, {"status": "ok", "model_version": self.server.model_version}
+            )
+            return
+        if chat_serving.can_chat(self.server.handler) and path in chat_serving.MODELS_PATHS:
+            self.send_json(HTTPStatus.OK, chat_serving.models_list(self.server.handler))
+            return
+        if path.rstrip("/") == "/health":
             self.send_json(
                 HTTPStatus.OK,
                 {
@@ -186,7 +199,11 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         """Answer a prediction request (see the module docstring)."""
-        if self.path.split("?", 1)[0] not in ("/", ""):
+        path = self.path.split("?", 1)[0]
+        if path in chat_serving.CHAT_PATHS and chat_serving.can_chat(self.server.handler):
+            self.answer_chat()
+            return
+        if path not in ("/", ""):
             self.discard_body()
             self.send_json(HTTPStatus.NOT_FOUND, {"error": "not found"})
             return
@@ -204,6 +221,19 @@ class ModelRequestHandler(BaseHTTPRequestHandler):
             self.send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "the model failed"})
             return
         self.send_json(HTTPStatus.OK, payload)
+
+    def answer_chat(self) -> None:
+        """Answer an OpenAI-compatible chat-completions request (``chat_serving``)."""
+        try:
+            raw = self.read_body()
+        except RequestError as error:
+            self.send_json(error.status, {"error": {"message": error.message}})
+            return
+        try:
+            chat_serving.answer_chat(self, self.server.handler, raw)
+        except Exception:
+            logger.exception("chat handler failed")
+            self.close_connection = True
 
     def read_body(self) -> bytes:
         """Read the request body or raise ``RequestError`` (411, 413, 400)."""

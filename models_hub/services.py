@@ -31,6 +31,7 @@ from models_hub.keyring import site_key_ring
 from models_hub.models import BudgetKind, Model, ModelStatus, Protocol, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
+from models_hub.trial import model_trial
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
 from tasks.selectors import round_current
@@ -122,8 +123,14 @@ def _full_clean(model: Model, *, check_cap: bool = True) -> None:
         raise ServiceError(message, code="model.invalid", details=details)
 
 
-def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: Any) -> Model:
+def model_register(
+    *, task: Task, owner, in_loop: bool | None = None, trial: bool = True, **fields: Any
+) -> Model:
     """Register a model for ``task`` owned by ``owner`` and queue a first health check.
+
+    ``trial``: first send the endpoint one request built from the task's config and refuse a
+    model whose answer cannot fit the task (``models_hub.trial``, ``model.answer_unfit``);
+    False when the caller's form has just sent it.
 
     Spends a unit of the owner's daily budget on the task (``models_hub.budget``; the
     task's owners apart): beyond it ``model.registration_limit``, 429.
@@ -145,6 +152,8 @@ def model_register(*, task: Task, owner, in_loop: bool | None = None, **fields: 
     fields.setdefault("options", {})
     model = Model(task=task, owner=owner, **fields)
     _full_clean(model)
+    if trial:
+        model_trial(model, task.config, task.code)
     if in_loop is None:
         in_loop = manages and model.has_endpoint
     elif in_loop:

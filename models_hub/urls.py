@@ -16,4 +16,5 @@ urlpatterns = [
     ),
     path("models/<int:pk>/", views.ModelDetailView.as_view(), name="detail"),
     path("models/<int:pk>/edit", views.ModelEditView.as_view(), name="edit"),
+    path("models/<int:pk>/health", views.ModelHealthView.as_view(), name="health"),
 ]

@@ -31,6 +31,14 @@ def _visible_model(pk: int, user) -> Model:
         raise Http404(error.message) from None
 
 
+def registered_message(model) -> str:
+    """What a new model's owner is told: a model without an endpoint has no health checks,
+    it is scored from uploaded predictions files."""
+    if model.has_endpoint:
+        return f"Model {model.name} registered; its health is checked."
+    return f"Model {model.name} registered; upload its predictions files to score it."
+
+
 class ModelRegisterView(LoginRequiredMixin, FormView):
     """Register a model for a task that accepts models."""
 
@@ -62,7 +70,7 @@ class ModelRegisterView(LoginRequiredMixin, FormView):
         except ServiceError as error:
             form.add_error(None, error.message)
             return self.form_invalid(form)
-        messages.success(self.request, f"Model {model.name} registered; its health is checked.")
+        messages.success(self.request, registered_message(model))
         return redirect("models_hub:detail", pk=model.pk)
 
 
@@ -81,6 +89,17 @@ class ModelDetailView(TemplateView):
             token_unreadable=can_edit and selectors.model_token_unreadable(model),
             **kwargs,
         )
+
+
+class ModelHealthView(TemplateView):
+    """The model card's health line (htmx polls it)."""
+
+    template_name = "models_hub/_health.html"
+
+    def get_context_data(self, **kwargs):
+        model = _visible_model(kwargs["pk"], self.request.user)
+        can_edit = selectors.model_can_edit(model, self.request.user)
+        return super().get_context_data(model=model, can_edit=can_edit, **kwargs)
 
 
 class ModelEditView(LoginRequiredMixin, FormView):

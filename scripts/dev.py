@@ -32,7 +32,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 # One demo model server per task (``python -m models_hub.demo.serve TASK``): it serves each of
 # the task's demo models on the fixed port of models_hub/demo/catalog.py (or a free one when
 # that port is taken) and writes their URLs to a ready file.
-DEMO_TASKS = ("sentiment", "nli", "qa", "hs")
+DEMO_TASKS = ("sentiment", "nli", "qa", "hs", "chat")
 # A model server, worker or cron process that exits is started again; after this many exits
 # within RESTART_WINDOW seconds it is given up on (the rest keeps running).
 MAX_RESTARTS = 3

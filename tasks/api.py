@@ -7,8 +7,11 @@ code the pages and the admin builder use.
 
 from __future__ import annotations
 
+from functools import cache
+
 from django.db import transaction
 from django.db.models import Max
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -18,6 +21,7 @@ from rest_framework.views import APIView
 from api.permissions import require
 from api.throttles import HEAVY_WRITES
 from tasks import selectors, services
+from tasks.config.json_schema import task_config_schema
 from tasks.models import Round, Task, UploadJob
 from tasks.permissions import can_manage_task
 from tasks.serializers import (
@@ -30,6 +34,26 @@ from tasks.serializers import (
     UploadJobSerializer,
     upload_job_body,
 )
+
+
+@cache
+def _config_schema() -> dict:
+    return task_config_schema()
+
+
+@extend_schema(
+    tags=["tasks"],
+    summary="The JSON Schema (draft 2020-12) of task configs, v1 and v2",
+    description="Generated from the config parser's own tables; point an editor at it "
+    "(docs/task-config.md). It checks structure; the parser also checks relations.",
+    responses={200: OpenApiTypes.OBJECT},
+)
+class TaskConfigSchemaView(APIView):
+    """Serve the task-config JSON Schema, with its own address as ``$id``."""
+
+    def get(self, request):
+        schema = {"$id": request.build_absolute_uri(), **_config_schema()}
+        return Response(schema)
 
 
 def task_for(request, code: str) -> Task:

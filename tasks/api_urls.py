@@ -15,4 +15,10 @@ urlpatterns = [
         "tasks/<slug:code>/contexts/", tasks_api.ContextUploadView.as_view(), name="context-upload"
     ),
     path("uploads/<int:pk>/", tasks_api.UploadJobDetailView.as_view(), name="upload-detail"),
+    # the task-config format (JSON Schema, both formats)
+    path(
+        "schemas/task-config.json",
+        tasks_api.TaskConfigSchemaView.as_view(),
+        name="task-config-schema",
+    ),
 ]

@@ -32,7 +32,7 @@ _FILE_TO_SLUG = {filename: slug for slug, filename in DOCUMENTS.items()}
 # A Markdown link to a sibling document: ](task-config.md) or ](task-config.md#errors).
 _SIBLING_LINK = re.compile(r"\]\((?P<file>[\w.-]+\.md)(?P<anchor>#[\w-]*)?\)")
 # A table row whose first cell is an error code: <tr>\n<td><code>config.E012</code></td>.
-_CODE_ROW = re.compile(r"<tr>(\s*<td><code>)(?P<code>(?:config|value)\.E\d{3})(</code>)")
+_CODE_ROW = re.compile(r"<tr>(\s*<td><code>)(?P<code>(?:config|value)\.[EW]\d{3})(</code>)")
 
 
 @dataclass(frozen=True)

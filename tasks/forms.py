@@ -76,6 +76,16 @@ def config_check_context(issues, config: TaskConfig | None = None) -> dict:
         ),
         "config": config,
         "outline": config_outline(config) if config is not None else [],
+        "warnings": [
+            {
+                "code": issue.code,
+                "path": issue.path,
+                "line": issue.line,
+                "message": issue.message,
+                "help_url": documentation_url("task-config-errors", error_code_anchor(issue.code)),
+            }
+            for issue in (config.warnings if config is not None else ())
+        ],
     }
 
 
@@ -85,7 +95,7 @@ def config_outline(config: TaskConfig) -> list[tuple[str, list[str]]]:
         ("Contexts (uploaded by the owner)", _names(config.context)),
         ("The worker fills", _names(config.input)),
         ("Targets (the worker's answer the model must match)", _names(config.target_fields)),
-        ("Sent to the model", list(config.model_input_names)),
+        ("Sent to the model", list(config.model_request_names)),
         ("The model answers", list(config.output_names)),
         ("Metrics (the first ranks the leaderboard)", [m.name for m in config.perf_metrics]),
     ]

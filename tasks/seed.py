@@ -49,6 +49,15 @@ DEMO_TASKS = [
         "config": "hs.yaml",
         "contexts": "hs_contexts.jsonl",
     },
+    {
+        "code": "chat",
+        "name": "Chat with two models",
+        "description": "Chat with two small models at once, pick the better answer each turn, "
+        "and catch them saying something wrong.",
+        "config": "chat.yaml",
+        # A chat task needs no contexts: the worker starts the conversation.
+        "contexts": None,
+    },
 ]
 
 MT_CONFIG = """\
@@ -181,7 +190,7 @@ def seed_tasks(options: SeedOptions) -> None:
                 created_by=admin,
             )
             options.say(f"created task {task.code}")
-        if task.contexts.exists():
+        if task.contexts.exists() or not (spec.get("contexts") or spec.get("yaml")):
             continue
         loader = SHARED_CONTEXTS.get(task.code) if options.shared_data else None
         if loader is not None:

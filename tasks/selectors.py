@@ -59,12 +59,15 @@ class RoundWarning:
     """A problem of an open round that stops workers or the model in the loop.
 
     ``code`` is stable (``round.no_contexts``, ``loop.empty``, ``loop.silent``); ``message``
-    says what is wrong and what happens meanwhile, without naming any model.
+    says what is wrong and what happens meanwhile, without naming any model. ``fix_url``,
+    when set, is the page where it is put right, named by ``fix_label``.
     """
 
     code: str
     round_number: int
     message: str
+    fix_url: str = ""
+    fix_label: str = ""
 
 
 # ``check(task, open_rounds) -> warnings``: the apps above ``tasks`` register theirs (the

@@ -107,8 +107,15 @@ def _version_has_data(version: TaskConfigVersion) -> bool:
     Apps above ``tasks`` point at versions with foreign keys; walking the reverse relations
     lets this layer ask without importing them.
     """
-    for relation in TaskConfigVersion._meta.related_objects:
-        if relation.one_to_many or relation.one_to_one:
+    # The reverse relations (not hidden ones: ``Task.current_config`` names a version as the
+    # task's current one, which is no row made under it).
+    for relation in TaskConfigVersion._meta.get_fields():
+        if (
+            relation.is_relation
+            and relation.auto_created
+            and not relation.concrete
+            and (relation.one_to_many or relation.one_to_one)
+        ):
             accessor = relation.related_model._default_manager.filter(
                 **{relation.field.name: version}
             )

@@ -8,6 +8,9 @@ from models_hub.demo.catalog import DEMO_MODELS, SERVED
 from models_hub.server import load_handler, make_server
 from tests.factories import ContextFactory, TaskFactory, UserFactory
 
+# Chat tasks with their demo chat models, for the chat, API and browser tests.
+pytest_plugins = ["tests.annotation.chat.fixtures"]
+
 
 @pytest.fixture(autouse=True)
 def empty_cache():

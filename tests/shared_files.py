@@ -17,6 +17,7 @@ import pytest
 SHARED_DIR_VARIABLE = "DYNATASK_SHARED_DIR"
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHARED_MISSING = "../shared is not beside the repository: the Dynabench configs are not here"
+MLCOMMONS_MISSING = "../shared is not beside the repository: the Dynabench v2 configs are not here"
 SHARED_DATA_MISSING = "../shared/data is not beside the repository: the real datasets are not here"
 
 
@@ -53,6 +54,22 @@ def dynabench_config_path(task: str) -> Path:
 def dynabench_text(task: str) -> str:
     """Return the YAML text of a Dynabench example config, byte for byte (or skip)."""
     return dynabench_config_path(task).read_text(encoding="utf-8")
+
+
+def mlcommons_dir() -> Path:
+    """Return the folder of Dynabench's current (v2) example configs (it may not exist)."""
+    return shared_dir() / "task_configs" / "mlcommons"
+
+
+# Marks a test (or a pytest.param) that reads the Dynabench v2 configs.
+needs_mlcommons = pytest.mark.skipif(not mlcommons_dir().is_dir(), reason=MLCOMMONS_MISSING)
+
+
+def mlcommons_config_path(task: str) -> Path:
+    """Return the path of a Dynabench v2 example config; skip the test when they are absent."""
+    if not mlcommons_dir().is_dir():
+        pytest.skip(MLCOMMONS_MISSING)
+    return mlcommons_dir() / f"{task}_task_config.yaml"
 
 
 def shared_data_dir() -> Path:

@@ -15,9 +15,11 @@ the pending list. A drain that raises gives them back itself.
 The flag. The drain holds ``DRAIN_QUEUED_KEY`` (its token) while it works, so that an example
 that arrives meanwhile joins the list instead of queueing another drain; the hold lapses after
 ``DRAIN_HOLD_MS`` unless a batch renews it, so a slow batch lets a second drain start beside
-it. A drain that has emptied the list waits ``ANNOTATION_LIVE_LINGER_SECONDS`` for more while
-no other job waits for the worker; after ``DRAIN_BUDGET_SECONDS`` it takes no new batch and
-queues a successor for what is left.
+it. A drain that takes a full batch lets the flag go and queues another drain for what may be
+left: under load as many drains run as there are live workers, each waiting on its own model
+call. A drain that has emptied the list waits ``ANNOTATION_LIVE_LINGER_SECONDS`` for more
+while no other job waits for the worker; after ``DRAIN_BUDGET_SECONDS`` it takes no new batch
+and queues a successor for what is left.
 """
 
 from __future__ import annotations
@@ -218,6 +220,8 @@ def live_drain_job() -> dict[str, int]:
         while True:
             while items:
                 taken += len(items)
+                if holding and len(items) == size:
+                    holding = _hand_on(connection, token)
                 answer_batch(parse_pending(items))
                 connection.delete(claimed_key(token))
                 if time.monotonic() >= deadline:
@@ -229,6 +233,14 @@ def live_drain_job() -> dict[str, int]:
             if not holding:
                 return {"examples": taken}
             holding, items = _listen(connection, token, deadline)
+
+
+def _hand_on(connection, token: str) -> bool:
+    """A full batch: more may be waiting. Let the flag go and queue a drain for them, which
+    an idle worker runs while this one waits on the model; return False (not holding)."""
+    connection.eval(_RELEASE, 1, DRAIN_QUEUED_KEY, token)
+    ensure_drain()
+    return False
 
 
 def parse_pending(items) -> list[tuple[int, int]]:

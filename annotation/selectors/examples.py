@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.db.models import Q
 
 from annotation.campaigns.actors import Actor
@@ -27,6 +29,25 @@ def example_get_for_actor(task: Task, example_id: int, actor: Actor) -> Example:
     if not own and not (actor.user is not None and can_review_examples(actor.user, task)):
         raise NotFound("no such example")
     return example
+
+
+def example_count_for_actor(task: Task, actor: Actor) -> int:
+    """How many examples of ``task`` the actor has written (retracted ones included)."""
+    return Example.objects.filter(task=task, **actor.filter_kwargs()).count()
+
+
+def external_validator_url(config, task: Task, actor: Actor) -> str | None:
+    """The survey the config's ``external_validator`` sends the actor to once they have
+    written its number of examples (with its ``artifacts`` as query parameters), else None."""
+    validator = config.external_validator
+    if validator is None or not actor.is_authenticated:
+        return None
+    if example_count_for_actor(task, actor) < validator.required_examples:
+        return None
+    if not validator.parameters:
+        return validator.url
+    separator = "&" if "?" in validator.url else "?"
+    return validator.url + separator + urlencode(dict(validator.parameters))
 
 
 def example_model_answer(example_id: int) -> dict:

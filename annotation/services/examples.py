@@ -70,11 +70,14 @@ def example_submit(
     context: Context | None,
     data: Mapping,
     goal_label: str = "",
+    asked_label: str = "",
     time_spent_ms: int | None = None,
     model: Model | None = None,
 ) -> Example:
     """Store a worker's example, then ask ``model`` (after the commit).
 
+    ``goal_label`` is the label the worker chose to write for, ``asked_label`` the one the
+    platform asked for (labels the goal field does not offer are stored blank).
     ``model``: the round's model picked for it (``TaskBundle.pick_model``); None for none in
     the loop. Raises ``InvalidInput`` (with the config's issues) when ``data`` does not fit
     the task's current config, ``Conflict`` when the round is closed or the context missing.
@@ -96,16 +99,15 @@ def example_submit(
     issues_or_raise(
         check_worker_input(config, data, context_data), "the example does not fit the task"
     )
-    goal = config.goal_field
-    if goal is None or goal_label not in goal.labels:
-        goal_label = ""
+    goal_labels = config.goal_field.labels if config.goal_field is not None else ()
     example = Example.objects.create(
         task=task,
         round=round_,
         context=context,
         config_version=version,
         input=data,
-        goal_label=goal_label,
+        goal_label=goal_label if goal_label in goal_labels else "",
+        asked_label=asked_label if asked_label in goal_labels else "",
         status=ExampleStatus.AWAITING_MODEL if model else ExampleStatus.NO_MODEL,
         model=model,
         model_attempts=1 if model else 0,

@@ -14,7 +14,7 @@ from annotation.forms import CreateForm, time_spent_ms
 from annotation.live import sandbox as sandbox_questions
 from annotation.live.queue import live_job_id, wait_for_live_answer
 from annotation.models import Campaign, ExampleStatus
-from annotation.selectors.examples import example_model_answer
+from annotation.selectors.examples import example_model_answer, external_validator_url
 from annotation.selectors.tasks import (
     LOOP_SILENT,
     bundle_for_actor,
@@ -58,6 +58,9 @@ def create(request, code: str):
     if request.method == "POST":
         return _submit(request, bundle, round_)
     task, config = bundle.task, bundle.config
+    survey = external_validator_url(config, task, actor)
+    if survey is not None:
+        return redirect(survey)
     last = pages.last_input(request, task)
     context, retained = None, None
     if pages.prefs(request, task).get("retain") and last and "next" not in request.GET:
@@ -102,6 +105,7 @@ def _submit(request, bundle, round_):
             context=context,
             data=form.config_values(),
             goal_label=goal_label,
+            asked_label=form.cleaned_data.get("asked_label", ""),
             time_spent_ms=time_spent_ms(form.cleaned_data.get("started_at")),
             model=bundle.pick_model(round_),
         )

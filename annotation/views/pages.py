@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.blank_forms import blank_create_html, blank_metadata_html, blank_validate_html
+from annotation.chat.selectors import example_transcript
 from annotation.display import context_items, goal_text, input_items, output_items
 from annotation.forms import CreateForm, MetadataForm
 from annotation.models import ExampleStatus, ValidationState
@@ -245,6 +246,8 @@ def validate_page(request, task, example, form, status=200):
                     for spec in example_config.metadata_create
                     if spec.name in (example.metadata or {})
                 ],
+                # A chat task's example is a conversation: validators read it whole.
+                "chat_transcript": example_transcript(example),
             }
         )
     return render(request, "annotation/validate.html", page, status=status)

@@ -13,7 +13,6 @@ API_REST_FRAMEWORK = {
         "api.auth.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_SCHEMA_CLASS": "api.schema.DynataskAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON by default, nested at most MAX_JSON_DEPTH (64) levels (deeper: 400 json_too_deep);
     # upload endpoints opt into multipart themselves.
@@ -43,6 +42,11 @@ API_SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
+    # The shared error responses first: the enum hook works on the built components.
+    "POSTPROCESSING_HOOKS": [
+        "api.schema.error_responses_hook",
+        "drf_spectacular.hooks.postprocess_schema_enums",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "ExampleStatusEnum": "annotation.models.ExampleStatus",
         "ModelStatusEnum": "models_hub.models.ModelStatus",

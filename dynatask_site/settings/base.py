@@ -97,8 +97,16 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
-    "DB_SERVER_SIDE_BINDING", True
+# Behind a transaction-pooling PgBouncer (docs/deploy.md), DB_TRANSACTION_POOLING=1: no
+# prepared statements, no session options, and no server-side cursors (a cursor outlives the
+# transaction that the pooler gives back).
+DB_TRANSACTION_POOLING = env_bool("DB_TRANSACTION_POOLING", False)
+if DB_TRANSACTION_POOLING:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and env_bool("DB_SERVER_SIDE_BINDING", True)
+    and not DB_TRANSACTION_POOLING
 ):
     # Parameters bound on the server: the text of a query is the same whatever its values,
     # so psycopg prepares the hot queries (after 5 runs on a connection) and PostgreSQL
@@ -146,8 +154,10 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
-MEDIA_ROOT = BASE_DIR / "var" / "media"
+# ``collectstatic`` writes here; each web host serves it with WhiteNoise (docs/deploy.md).
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "var" / "staticfiles"))
+# Uploaded files: on a shared volume when there are several web and worker hosts.
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", BASE_DIR / "var" / "media"))
 MEDIA_URL = "/media/"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -315,12 +325,20 @@ ANNOTATION_LIVE_WATCHDOG_SECONDS = int(os.environ.get("ANNOTATION_LIVE_WATCHDOG_
 # than keeping the job a minute. Jobs that raise are kept a day either way.
 ANNOTATION_LIVE_RESULT_TTL = int(os.environ.get("ANNOTATION_LIVE_RESULT_TTL", "60"))
 
+# Evaluation shards whose worker died (a lost host) are enqueued again: a running shard job's
+# lease lapses this many seconds after its last renewal (``leaderboards.job_leases``), and the
+# periodic recovery looks every EVAL_RECOVER_SECONDS.
+EVAL_JOB_LEASE_SECONDS = float(os.environ.get("EVAL_JOB_LEASE_SECONDS", "15"))
+EVAL_RECOVER_SECONDS = int(os.environ.get("EVAL_RECOVER_SECONDS", "10"))
+
 # The periodic jobs that ``manage.py run_cron`` registers with RQ's cron scheduler:
-# (dotted path of the job function, queue, interval in seconds).
+# (dotted path of the job function, queue, interval in seconds). Run ``run_cron`` on every
+# worker host: each job is enqueued once per period across all of them (core.periodic).
 PERIODIC_JOBS = [
     ("models_hub.jobs.health_check_all_job", "health", MODELS_HUB_HEALTH_INTERVAL),
     ("annotation.stats.buffer.counters_flush_job", "live", ANNOTATION_COUNTER_FLUSH_SECONDS),
     ("annotation.live.watchdog.live_watchdog_job", "live", ANNOTATION_LIVE_WATCHDOG_SECONDS),
+    ("leaderboards.jobs.eval_recover_job", "eval", EVAL_RECOVER_SECONDS),
 ]
 
 # --- Leaderboards --------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import os
 from django.core.exceptions import ImproperlyConfigured
 
 from dynatask_site.settings.base import *  # noqa: F403
+from dynatask_site.settings.base import env_bool
 
 DEBUG = False
 try:
@@ -16,9 +17,13 @@ if len(SECRET_KEY) < 50:
 EXPORT_WORKER_ID_SALT = os.environ.get("EXPORT_WORKER_ID_SALT", SECRET_KEY)
 
 SECURE_SSL_REDIRECT = os.environ.get("SECURE_SSL_REDIRECT", "1") == "1"
+# The load balancer's health check talks plain HTTP to each web host (docs/deploy.md).
+SECURE_REDIRECT_EXEMPT = [r"^readyz$"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SESSION_COOKIE_SECURE = True
-CSRF_COOKIE_SECURE = True
+# Cookies go over HTTPS only. Turn this off only where no browser ever sees the site over
+# plain HTTP on a public network (the namespace cluster of bench/cluster.py).
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True

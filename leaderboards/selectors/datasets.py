@@ -16,6 +16,8 @@ not own the task only when the owners allow it (``dataset_inputs_go_to``; the
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +121,26 @@ class ExampleRow:
     input_id: str = ""
     original_inputs: dict | None = None  # perturbed copies: the original's inputs
     changed_fields: tuple[str, ...] = ()
+
+
+INPUT_LINES_CHUNK = 2000
+
+
+def dataset_input_lines(dataset: Dataset) -> Iterator[str]:
+    """Yield one JSON line per example of ``dataset``, in position order: its ``uid`` and
+    model inputs (a perturbed copy's ``input_id`` too), never its gold. Read in chunks, so
+    memory stays flat whatever the size. Check who may read them first
+    (``dataset_get_visible``, as the API's examples)."""
+    rows = (
+        DatasetExample.objects.filter(dataset=dataset)
+        .order_by("position")
+        .values_list("uid", "inputs", "input_id")
+    )
+    for uid, inputs, input_id in rows.iterator(chunk_size=INPUT_LINES_CHUNK):
+        line = {"uid": uid, **{k: v for k, v in (inputs or {}).items() if k != "uid"}}
+        if input_id:
+            line["input_id"] = input_id
+        yield json.dumps(line, ensure_ascii=False) + "\n"
 
 
 def dataset_examples_page(dataset: Dataset, user, page: int = 1, per_page: int = EXAMPLES_PER_PAGE):

@@ -19,6 +19,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.worker import Worker
 
+from leaderboards.job_leases import lease_alive
 from leaderboards.models import EvaluationShard
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,11 @@ _WAITING = (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 
 
 def job_alive(job_id: str, connection) -> bool:
-    """Return True when job ``job_id`` waits in a queue or runs in a live worker."""
+    """Return True when job ``job_id`` waits in a queue or runs in a live worker.
+
+    A started job is dead when its worker's key expired, when its worker is a dead process
+    of this host, or when it holds a lease (a shard job) that lapsed: its host stopped
+    renewing it, however long its worker's key lives on."""
     if not job_id:
         return False
     try:
@@ -109,8 +114,13 @@ def job_alive(job_id: str, connection) -> bool:
         return True
     if status != JobStatus.STARTED or not job.worker_name:
         return False
-    key = Worker.redis_worker_namespace_prefix + job.worker_name
-    worker = Worker.find_by_key(key, connection=connection)
+    if not _worker_alive(job.worker_name, connection):
+        return False
+    return lease_alive(job_id, connection) is not False
+
+
+def _worker_alive(name: str, connection) -> bool:
+    worker = Worker.find_by_key(Worker.redis_worker_namespace_prefix + name, connection=connection)
     if worker is None:
         return False  # its heartbeat expired
     if worker.hostname == socket.gethostname() and worker.pid:

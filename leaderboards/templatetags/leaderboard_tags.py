@@ -119,6 +119,34 @@ def field_items(value, first=None) -> list[tuple[str, str]]:
     ]
 
 
+def probability_bars(value) -> list[dict]:
+    """Return ``{"label", "value", "percent"}`` per label of a probabilities object (labels
+    to numbers between 0 and 1), the likeliest first, or [] for any other value."""
+    if not isinstance(value, dict) or not value:
+        return []
+    numbers = list(value.values())
+    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+        return []
+    if not all(math.isfinite(n) and 0 <= n <= 1 for n in numbers):
+        return []
+    return [
+        {"label": str(label), "value": f"{p:.2f}", "percent": f"{100 * p:.1f}"}
+        for label, p in sorted(value.items(), key=lambda item: -item[1])
+    ]
+
+
+@register.filter
+def answer_items(value, first=None) -> list[dict]:
+    """Return ``{"name", "text", "bars"}`` per field of a model's answer, in the order of
+    ``field_items``: a probabilities field has ``bars`` (``probability_bars``), shown as small
+    bars with their numbers rather than as JSON."""
+    items = []
+    for name, text in field_items(value, first):
+        bars = probability_bars(value.get(name)) if isinstance(value, dict) else []
+        items.append({"name": name, "text": text, "bars": bars})
+    return items
+
+
 @register.simple_tag
 def bootstrap_settings() -> dict[str, str]:
     """Return the resampling settings the page's help states: count, seed, tie cut-off."""

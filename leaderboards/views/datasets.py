@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views import View
 
 from core.errors import NotFound, ServiceError
 from leaderboards.forms import DatasetUploadForm, PerturbationForm
-from leaderboards.selectors.datasets import dataset_detail, dataset_get_visible, datasets_for_task
+from leaderboards.selectors.datasets import (
+    dataset_detail,
+    dataset_get_visible,
+    dataset_input_lines,
+    datasets_for_task,
+)
 from leaderboards.services.dataset_uploads import dataset_upload
 from leaderboards.services.datasets import dataset_generate_perturbation
 from leaderboards.views.common import owned_task, task_or_404
@@ -86,6 +91,24 @@ class DatasetDetailView(View):
             "perturb_form": PerturbationForm() if detail.is_owner else None,
         }
         return TemplateResponse(request, "leaderboards/dataset_detail.html", context)
+
+
+class DatasetInputsView(View):
+    """A dataset's inputs as streamed JSON Lines, for whoever may read its examples (the
+    same rule as the API's examples): what a predictions file answers, without the gold."""
+
+    def get(self, request, code, slug):
+        task = task_or_404(code, request.user)
+        try:
+            dataset = dataset_get_visible(task, slug, request.user)
+        except NotFound as error:
+            raise Http404(error.message) from None
+        response = StreamingHttpResponse(
+            dataset_input_lines(dataset), content_type="application/x-ndjson; charset=utf-8"
+        )
+        filename = f"{task.code}-{dataset.slug}-inputs.jsonl"
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
 
 
 class DatasetPerturbView(LoginRequiredMixin, View):

@@ -14,6 +14,17 @@ from leaderboards.services.predictions import predictions_import
 from leaderboards.views.common import editable_model
 
 
+def missing_ids_message(details: dict) -> str:
+    """The page's refusal of a file that misses examples: which ones, and the box to tick."""
+    named = ", ".join(str(uid)[:60] for uid in details["missing_ids"])
+    more = ", …" if details["missing_count"] > len(details["missing_ids"]) else ""
+    return (
+        f"The file is missing {details['missing_count']} of {details['total']} ids: "
+        f"{named}{more}. Add them, or tick “Accept a partial file” to score it as it is: the "
+        "missing examples then count as wrong and the score is marked partial."
+    )
+
+
 class PredictionsUploadView(LoginRequiredMixin, View):
     def get(self, request, pk):
         model = editable_model(pk, request.user)
@@ -39,10 +50,12 @@ class PredictionsUploadView(LoginRequiredMixin, View):
                 partial=form.cleaned_data["partial"],
             )
         except ServiceError as error:
+            if "missing_ids" in error.details:
+                # One problem, named in full, with the page's own way round it.
+                form.add_error("partial", missing_ids_message(error.details))
+                return self.render(request, model, form, [], status=400)
             form.add_error(None, error.message)
-            # Missing ids are one problem, which the message above already names in full.
-            errors = [] if "missing_ids" in error.details else error.details.get("errors", [])
-            return self.render(request, model, form, errors, status=400)
+            return self.render(request, model, form, error.details.get("errors", []), status=400)
         messages.success(request, "The predictions were scored.")
         return redirect("leaderboards:run_detail", run_id=run.pk)
 

@@ -13,6 +13,17 @@ from core.errors import ServiceError
 from leaderboards.services.runs import evaluation_run_retry
 from leaderboards.views.common import run_detail_or_404
 
+# Sent (``HX-Trigger``) when a polled run ends or a run is queued again: the model page
+# reloads its scores and run history on it.
+RUNS_CHANGED_EVENT = "runs-changed"
+
+
+def _progress_part(request, detail, *, changed: bool):
+    response = TemplateResponse(request, "leaderboards/run_progress.html", _context(detail))
+    if changed:
+        response["HX-Trigger"] = RUNS_CHANGED_EVENT
+    return response
+
 
 def _context(detail) -> dict:
     return {
@@ -34,7 +45,8 @@ class RunProgressView(View):
 
     def get(self, request, run_id):
         detail = run_detail_or_404(run_id, request.user)
-        return TemplateResponse(request, "leaderboards/run_progress.html", _context(detail))
+        # Only a polled run (one not finished when it was shown) is asked for: it ended now.
+        return _progress_part(request, detail, changed=detail.progress.finished)
 
 
 class RunRetryView(LoginRequiredMixin, View):
@@ -52,5 +64,5 @@ class RunRetryView(LoginRequiredMixin, View):
             messages.success(request, "The run was queued again; stored predictions are kept.")
         if request.headers.get("HX-Request"):
             detail = run_detail_or_404(run_id, request.user)
-            return TemplateResponse(request, "leaderboards/run_progress.html", _context(detail))
+            return _progress_part(request, detail, changed=True)
         return redirect("leaderboards:run_detail", run_id=run_id)

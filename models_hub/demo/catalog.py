@@ -39,6 +39,9 @@ class DemoModel:
     license: str = "MIT"
     source_url: str = ""
     languages: str = "en"
+    # The protocol it is registered with, and its options (openai_chat needs ``model``).
+    protocol: str = "dynatask"
+    options: dict[str, Any] = field(default_factory=dict)
 
     def card_fields(self) -> dict[str, str]:
         """The model-card fields the models hub registers."""
@@ -58,6 +61,8 @@ VADER = "models_hub.demo.sentiment:SentimentHandler"
 NLI = "models_hub.demo.nli:NLIHandler"
 QA = "models_hub.demo.qa:QAHandler"
 HATE = "models_hub.demo.hate:HateSpeechHandler"
+CHAT_RETRIEVAL = "models_hub.demo.chat:RetrievalChatHandler"
+CHAT_RULES = "models_hub.demo.chat:RuleChatHandler"
 MAJORITY = "models_hub.demo.baselines:MajorityClassHandler"
 FIRST_SPAN = "models_hub.demo.baselines:FirstSpanQAHandler"
 VADER_SOURCE = "https://github.com/cjhutto/vaderSentiment"
@@ -246,9 +251,38 @@ DEMO_MODELS: tuple[DemoModel, ...] = (
         "uploaded as predictions files.",
         source_url=PROFANITY_SOURCE,
     ),
+    # -- chat (served over the OpenAI-compatible /v1/chat/completions, streaming) ----------
+    DemoModel(
+        key="chat-retrieval",
+        task="chat",
+        name="Notes retrieval chat (demo)",
+        handler=CHAT_RETRIEVAL,
+        port=8141,
+        in_loop=True,
+        protocol="openai_chat",
+        options={"model": "retrieval-notes-1"},
+        description="Answers with the sentences of its notes (solar system, tea, bicycles) that "
+        "share the most rare words with your message.",
+        card="A TF-IDF retrieval responder over notes shipped in the repository "
+        "(models_hub/demo/data/chat_corpus.md). It never invents facts, but it happily answers "
+        "with the wrong note. " + REPOSITORY_NOTE,
+    ),
+    DemoModel(
+        key="chat-rules",
+        task="chat",
+        name="Pattern-rule chat (demo)",
+        handler=CHAT_RULES,
+        port=8142,
+        in_loop=True,
+        protocol="openai_chat",
+        options={"model": "rules-1"},
+        description="A confident pattern-rule chatbot in the spirit of ELIZA: it knows no facts.",
+        card="Greetings, 'what is', 'how do I', 'why' and yes/no rules that answer with "
+        "confidence and no knowledge: easy to catch out. " + REPOSITORY_NOTE,
+    ),
 )
 
-DEMO_TASKS: tuple[str, ...] = ("sentiment", "nli", "qa", "hs")
+DEMO_TASKS: tuple[str, ...] = ("sentiment", "nli", "qa", "hs", "chat")
 
 
 def demo_model(key: str) -> DemoModel | None:

@@ -114,19 +114,57 @@ def rebase_output_error(
 
 
 def model_inputs(config: TaskConfig, inputs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Project examples onto ``config.model_input_names`` (targets and extras are never sent).
+    """Project examples onto ``config.model_input_names`` (targets and extras are never sent),
+    each field under its request key (the config's ``model_input`` renames; see
+    ``config.model_request_names``).
 
     A missing ``uid`` becomes the example's index. A missing field is left out rather than
     refused: inputs were validated against the config when the example or dataset was saved
     (``tasks.config.values``), and a live call must not fail on, say, a task without contexts.
     """
-    names = config.model_input_names
+    names = config.model_input_names[1:]
+    maps = config.model_maps
     projected: list[dict[str, Any]] = []
     for index, example in enumerate(inputs):
         item: dict[str, Any] = {"uid": str(example.get("uid", index))}
-        item.update({name: example[name] for name in names[1:] if name in example})
+        item.update({maps.request_key(name): example[name] for name in names if name in example})
         projected.append(item)
     return projected
+
+
+def cast_label(config: TaskConfig, raw: Any) -> Any:
+    """Return the task label that a raw prediction stands for (``cast_output``), else ``raw``."""
+    cast = config.model_maps.cast
+    if not cast or isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        return raw
+    return cast.get(str(raw), raw)
+
+
+def task_outputs(config: TaskConfig, answer: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn one model answer, keyed as the model writes it, into the task's outputs.
+
+    ``model_output`` names the answer's key that carries the prediction field (the answer's
+    other keys stay, as extras); ``cast_output`` turns raw predictions into labels, in the
+    prediction and in the keys of a prob output over it.
+    """
+    maps = config.model_maps
+    output = dict(answer)
+    for name, key in maps.answer_keys.items():
+        if key in answer:
+            output[name] = answer[key]
+    prediction = maps.prediction_field
+    if not maps.cast or prediction not in output:
+        return output
+    output[prediction] = cast_label(config, output[prediction])
+    for spec in config.output:
+        value = output.get(spec.name)
+        if (
+            spec.type == FieldType.PROB
+            and spec.reference_name == prediction
+            and isinstance(value, Mapping)
+        ):
+            output[spec.name] = {cast_label(config, key): share for key, share in value.items()}
+    return output
 
 
 def check_outputs(

@@ -2,6 +2,8 @@
 
 ``POST <url>`` with ``{"task": <task code>, "inputs": [...]}``; the answer is
 ``{"outputs": [...], "model_version": "optional"}`` with one output object per input, in order.
+The inputs carry the request keys of the config's ``model_input``; each output is read through
+its ``model_output`` and ``cast_output`` (``base.task_outputs``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from models_hub.protocols.base import (
     bad_response,
     check_outputs,
     output_error,
+    task_outputs,
 )
 from tasks.config.types import TaskConfig
 
@@ -55,8 +58,9 @@ class DynataskProtocol:
         version = body.get("model_version")
         if version is not None and not isinstance(version, str):
             raise bad_response('"model_version" is not a string', body)
+        outputs = [task_outputs(config, output) for output in outputs]
         check_outputs(outputs, config, body, batch_inputs)
-        return [dict(output) for output in outputs]
+        return outputs
 
     def model_version(self, body: Any) -> str | None:
         """Return ``model_version`` from the body."""

@@ -13,6 +13,8 @@ model label that equals a task label case-insensitively is taken as is. Model la
 the map are ignored; scores of model labels mapped to the same task label are added; the
 scores are renormalised over the task labels, so the ``prob`` output sums to 1 even when the
 server returns only its top-k labels. The multiclass output is the most probable task label.
+The config's ``model_output`` may name another key than ``label`` for the item's label, and
+its ``cast_output`` maps model labels to task labels when there is no ``label_map``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from models_hub.protocols.base import (
     EndpointSettings,
     RequestSpec,
     bad_response,
+    cast_label,
     check_outputs,
     multiclass_output,
     output_error,
@@ -45,13 +48,22 @@ def text_of(example: Mapping[str, Any], endpoint_settings: EndpointSettings) -> 
     return str(example[name])
 
 
-def is_score_list(value: Any) -> bool:
-    """Return True for ``[{"label": ..., "score": ...}, ...]`` (or one such dict)."""
+def is_score_list(value: Any, key: str = "label") -> bool:
+    """Return True for ``[{"label": ..., "score": ...}, ...]`` (or one such dict).
+
+    ``key`` is the item's key that holds the label (``model_output`` may name another).
+    """
     if isinstance(value, dict):
-        return "label" in value and "score" in value
+        return key in value and "score" in value
     return isinstance(value, list) and all(
-        isinstance(item, dict) and "label" in item and "score" in item for item in value
+        isinstance(item, dict) and key in item and "score" in item for item in value
     )
+
+
+def label_key(config: TaskConfig) -> str:
+    """The key of a score item holding the label: ``model_output``'s, else ``label``."""
+    maps = config.model_maps
+    return maps.answer_keys.get(maps.prediction_field, "label")
 
 
 class HFTextClassificationProtocol:
@@ -94,7 +106,8 @@ class HFTextClassificationProtocol:
             raise ModelConfigurationError(
                 f"label_map maps to labels the task does not have: {', '.join(unknown_targets)}"
             )
-        per_example = self.split_scores(body, len(batch_inputs))
+        key = label_key(config)
+        per_example = self.split_scores(body, len(batch_inputs), key)
         outputs = [
             self.output_for(scores, index, label_field.labels, label_map, config, body)
             for index, scores in enumerate(per_example)
@@ -103,12 +116,12 @@ class HFTextClassificationProtocol:
         return outputs
 
     @staticmethod
-    def split_scores(body: Any, count: int) -> list[list[dict[str, Any]]]:
-        """Return one list of ``{"label", "score"}`` per text, or raise a bad response."""
-        if count == 1 and is_score_list(body):
+    def split_scores(body: Any, count: int, key: str = "label") -> list[list[dict[str, Any]]]:
+        """Return one list of ``{key, "score"}`` per text, or raise a bad response."""
+        if count == 1 and is_score_list(body, key):
             return [[body] if isinstance(body, dict) else body]
-        if not isinstance(body, list) or not all(is_score_list(item) for item in body):
-            raise bad_response('the answer is not a list of {"label", "score"} lists', body)
+        if not isinstance(body, list) or not all(is_score_list(item, key) for item in body):
+            raise bad_response(f'the answer is not a list of {{"{key}", "score"}} lists', body)
         if len(body) != count:
             raise bad_response(f"the answer has {len(body)} results for {count} inputs", body)
         return [[item] if isinstance(item, dict) else item for item in body]
@@ -126,20 +139,20 @@ class HFTextClassificationProtocol:
         by_lower = {label.lower(): label for label in labels}
         totals = dict.fromkeys(labels, 0.0)
         mapped_any = False
+        key = label_key(config)
         for item in scores:
-            model_label, score = str(item["label"]), item["score"]
+            model_label, score = str(item[key]), item["score"]
             if isinstance(score, bool) or not isinstance(score, int | float) or not score >= 0:
                 raise output_error(f"score {score!r} is not a probability", body, index)
-            task_label = (
-                label_map.get(model_label) if label_map else by_lower.get(model_label.lower())
-            )
+            cast = str(cast_label(config, item[key]))
+            task_label = label_map.get(model_label) if label_map else by_lower.get(cast.lower())
             if task_label is None:
                 continue
             totals[task_label] += float(score)
             mapped_any = True
         total = sum(totals.values())
         if not mapped_any or total <= 0:
-            model_labels = ", ".join(str(item["label"]) for item in scores[:5])
+            model_labels = ", ".join(str(item[key]) for item in scores[:5])
             raise output_error(f"no model label maps to a task label ({model_labels})", body, index)
         probabilities = {label: value / total for label, value in totals.items()}
         chosen = max(labels, key=lambda label: probabilities[label])

@@ -22,11 +22,15 @@ The reply text (``choices[0].message.content``) becomes the outputs:
 - ``prob`` over a multiclass field: one-hot on the parsed label (a chat reply carries no
   probabilities); ``single_prob``: 1.0.
 
-A reply without a usable label or text is a bad response.
+A reply that is a JSON object holding the prediction's key (``model_output``'s, by default
+the prediction field's name) gives the prediction by that key; a reply that is a raw value
+of ``cast_output`` gives its label. The prompt's field names are the request keys (the
+config's ``model_input``). A reply without a usable label or text is a bad response.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from collections.abc import Mapping, Sequence
@@ -37,6 +41,7 @@ from models_hub.protocols.base import (
     EndpointSettings,
     RequestSpec,
     bad_response,
+    cast_label,
     check_outputs,
     output_error,
     require_option,
@@ -90,6 +95,38 @@ def find_labels(reply: str, labels: Sequence[str]) -> list[str]:
     return [label for _start, _length, label in sorted(found)]
 
 
+def reply_object(reply: str) -> dict[str, Any] | None:
+    """Return the reply as a JSON object (a ```json fence around it is allowed), or None."""
+    text = reply.strip()
+    if text.startswith("```"):
+        text = text.strip("`").strip()
+        text = text[4:].strip() if text.lower().startswith("json") else text
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def keyed_prediction(config: TaskConfig, reply: str) -> Any:
+    """The prediction a reply carries by key or by cast value, else None (read as text).
+
+    A reply that is a JSON object holding the prediction's key (``model_output``, by default
+    the prediction field's own name) gives that value; a reply that is exactly a raw value of
+    ``cast_output`` gives its label. Either way ``cast_output`` applies.
+    """
+    maps = config.model_maps
+    obj = reply_object(reply)
+    key = maps.answer_key(maps.prediction_field)
+    if obj is not None and key in obj:
+        return cast_label(config, obj[key])
+    if reply.strip() in maps.cast:
+        return maps.cast[reply.strip()]
+    return None
+
+
 class OpenAIChatProtocol:
     """Adapter for OpenAI-compatible chat-completions servers."""
 
@@ -129,8 +166,13 @@ class OpenAIChatProtocol:
         reply = self.reply_text(body)
         output: dict[str, Any] = {}
         parsed_labels: dict[str, str] = {}
+        keyed = keyed_prediction(config, reply)
         for spec in config.output:
-            if spec.type == FieldType.MULTICLASS:
+            if keyed is not None and spec.name == config.model_maps.prediction_field:
+                output[spec.name] = keyed
+                if spec.type == FieldType.MULTICLASS and isinstance(keyed, str):
+                    parsed_labels[spec.name] = keyed
+            elif spec.type == FieldType.MULTICLASS:
                 found = find_labels(reply, spec.labels)
                 if not found:
                     raise output_error(

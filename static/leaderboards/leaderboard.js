@@ -31,7 +31,48 @@
     });
   }
 
-  document.addEventListener("DOMContentLoaded", drawTrends);
+  // After browser Back (htmx restores an older page from its history, or the browser from
+  // its back-forward cache), the sliders must say what the URL and the table say: a slider
+  // left at a later weight would silently replace the restored one on the next move. A
+  // weight the URL leaves out is the one the page was first rendered with.
+  function syncSlidersWithUrl() {
+    var params = new URLSearchParams(window.location.search);
+    document.querySelectorAll(".leaderboard-slider").forEach(function (slider) {
+      var value = params.has(slider.name) ? params.get(slider.name) : slider.defaultValue;
+      slider.value = value;
+      var output = document.querySelector('output[data-for="' + slider.id + '"]');
+      if (output) output.textContent = String(parseFloat(slider.value));
+    });
+  }
+
+  // A hint, and a shadow on the right edge, when the table has more columns than room.
+  function markOverflow() {
+    document.querySelectorAll(".leaderboard-scroll").forEach(function (box) {
+      var overflowing = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("is-overflowing", overflowing);
+      var hint = box.previousElementSibling;
+      if (hint && hint.classList.contains("lb-scroll-hint")) hint.hidden = !overflowing;
+    });
+  }
+
+  function refresh() {
+    drawTrends();
+    markOverflow();
+  }
+
+  document.addEventListener("DOMContentLoaded", refresh);
   // The chart lives in the table partial, so redraw it after every htmx swap.
-  document.addEventListener("htmx:afterSettle", drawTrends);
+  document.addEventListener("htmx:afterSettle", refresh);
+  document.addEventListener("htmx:historyRestore", function () {
+    syncSlidersWithUrl();
+    refresh();
+  });
+  window.addEventListener("popstate", function () {
+    setTimeout(syncSlidersWithUrl, 0);
+  });
+  window.addEventListener("pageshow", function () {
+    syncSlidersWithUrl();
+    markOverflow();
+  });
+  window.addEventListener("resize", markOverflow);
 })();

@@ -3,7 +3,10 @@
 ``parse_task_config`` (``parser``) is the entry point: ``located_yaml`` reads the YAML with
 the line of every value, ``document`` checks it section by section through ``fields``,
 ``field_relations``, ``model_wrong_metric`` and ``leaderboard_metrics`` (all reporting on one
-``checker.DocumentChecker``) and builds the ``TaskConfig`` of ``types``. ``values`` checks
+``checker.DocumentChecker``) and builds the ``TaskConfig`` of ``types``. Dynabench's v2 format
+is read by ``components`` (its form; chat components are refused in ``chat_components``),
+``model_maps`` and ``page_settings``; ``slips`` warns about upstream slips; ``json_schema``
+publishes the JSON Schema of both formats built from these modules' tables. ``values`` checks
 data against a parsed config; ``codes`` and ``errors`` hold the stable error codes and types.
 """
 

@@ -42,6 +42,8 @@ class DocumentChecker:
         # False when ``output`` is missing or not a list: references to outputs are then
         # left unchecked rather than all reported as consequences of that one error.
         self.output_readable = True
+        # Problems that do not stop the config from loading (codes config.W0xx).
+        self.warnings: list[ConfigIssue] = []
 
     def written(self, *sections: str) -> set[str]:
         """Return every name written in ``sections``, broken fields included."""
@@ -51,6 +53,10 @@ class DocumentChecker:
     def error(self, code: str, path: str, message: str, line: int | None, column=None) -> None:
         """Record a problem at ``line`` (and ``column``)."""
         self.issues.append(ConfigIssue(code, path, message, line, column))
+
+    def warn_at(self, code: str, path: str, message: str, node: LocatedValue) -> None:
+        """Record a warning at the position of ``node``: the config still loads."""
+        self.warnings.append(ConfigIssue(code, path, message, node.line, node.column))
 
     def error_at(self, code: str, path: str, message: str, node: LocatedValue) -> None:
         """Record a problem at the position of ``node``."""

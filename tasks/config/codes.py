@@ -65,6 +65,26 @@ UNKNOWN_WEIGHT_METRIC = "config.E071"
 WEIGHT_OUT_OF_RANGE = "config.E072"
 SELF_REPORTED_WEIGHT = "config.E073"
 
+# -- Dynabench's v2 format and the model maps -----------------------------------------------
+MIXED_FORMATS = "config.E080"
+UNKNOWN_COMPONENT = "config.E081"
+V2_NOT_SUPPORTED = "config.E082"
+CHAT_NOT_SUPPORTED = "config.E083"
+BAD_MODEL_MAP = "config.E084"
+CONFLICTING_KEYS = "config.E085"
+UNKNOWN_MAIN_METRIC = "config.E086"
+BAD_SCALE = "config.E087"
+
+# -- warnings: the config loads, but says something its author probably did not mean ------
+LABELS_SLIP = "config.W001"
+GOAL_TEXT_IGNORED = "config.W002"
+TARGET_NOT_SENT = "config.W003"
+
+# -- chat (tasks.config.chat) --------------------------------------------------------------
+CHAT_OUT_OF_RANGE = "config.E088"
+CHAT_CHOICE_WITHOUT_BEST = "config.E089"
+CHAT_METRIC_CONFLICT = "config.E090"
+
 # -- values checked against a config (tasks.config.values) ------------------------------
 VALUE_NOT_MAPPING = "value.E100"
 VALUE_MISSING = "value.E101"
@@ -82,6 +102,7 @@ VALUE_BAD_UID = "value.E112"
 VALUE_BAD_TAGS = "value.E113"
 VALUE_BAD_INPUT_ID = "value.E114"
 VALUE_EMPTY_LIST = "value.E115"
+VALUE_OUT_OF_SCALE = "value.E116"
 
 CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
     {
@@ -127,6 +148,21 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         WEIGHT_OUT_OF_RANGE: "a default weight is not a number in 0..5",
         SELF_REPORTED_WEIGHT: "a self-reported metric has a default weight without "
         "count_self_reported: true",
+        MIXED_FORMATS: "a config mixes v1 fields (input) with v2 components (goal, user_input)",
+        UNKNOWN_COMPONENT: "an unknown v2 component type",
+        V2_NOT_SUPPORTED: "a Dynabench v2 component or key this platform does not support",
+        CHAT_NOT_SUPPORTED: "a Dynabench chat component: not supported yet",
+        BAD_MODEL_MAP: "model_input, model_output or cast_output names no usable field or "
+        "repeats a key",
+        CONFLICTING_KEYS: "two keys that say the same thing disagree",
+        UNKNOWN_MAIN_METRIC: "evaluation.main_perf_metric names no perf metric",
+        BAD_SCALE: "a slider's scale is not two integers, the first below the second",
+        LABELS_SLIP: "warning: a validate label list mixes the target's labels with others",
+        GOAL_TEXT_IGNORED: "warning: goal_message differs from goal.text, which is shown",
+        TARGET_NOT_SENT: "warning: model_input names a target, which is never sent to a model",
+        CHAT_OUT_OF_RANGE: "a chat number is outside its range (turns, models per turn...)",
+        CHAT_CHOICE_WITHOUT_BEST: "chat.turn_choice lacks best, or is given for one model",
+        CHAT_METRIC_CONFLICT: "a chat task has a model_wrong_metric other than ask_user",
         VALUE_NOT_MAPPING: "the value is not a JSON object",
         VALUE_MISSING: "a required field is missing or empty",
         VALUE_UNKNOWN_KEY: "a key the config does not define",
@@ -143,5 +179,6 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         VALUE_BAD_TAGS: "tags is not a list of strings",
         VALUE_BAD_INPUT_ID: "a perturbed row lacks a valid input_id",
         VALUE_EMPTY_LIST: "a list of acceptable gold answers is empty",
+        VALUE_OUT_OF_SCALE: "a rating is not an integer on the field's scale",
     }
 )

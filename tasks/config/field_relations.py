@@ -26,9 +26,19 @@ def read_outputs(
     root: LocatedValue,
     context: list[RawField],
     inputs: list[RawField],
+    *,
+    derive: bool = False,
 ) -> list[RawField]:
-    """Read ``output``; an entry without ``type`` takes an input/context definition."""
+    """Read ``output``; an entry without ``type`` takes an input/context definition.
+
+    With ``derive`` (a v2 form), a missing ``output`` is the worker's answers the model must
+    match: the goal field and the selection in a selectable-text context.
+    """
     node = checker.given(top, "output")
+    if node is None and derive:
+        derived = [raw for raw in inputs if _is_v2_answer(raw)]
+        if derived:
+            return [replace(raw, section="output*", path="output") for raw in derived]
     if node is None:
         checker.output_readable = False
         checker.error_at(codes.MISSING_KEY, "output", "'output' is required", root)
@@ -90,6 +100,11 @@ def read_outputs(
         # The "output*" section marks a resolved copy: it is not a second definition.
         resolved.append(RawField(spec, "output*", path, item, mapping))
     return resolved
+
+
+def _is_v2_answer(raw: RawField) -> bool:
+    """A v2 input that is the worker's answer: the goal label or the context selection."""
+    return raw.spec.as_goal_message or raw.spec.type == FieldType.CONTEXT_STRING_SELECTION
 
 
 def check_unique_names(checker: DocumentChecker, fields: list[RawField]) -> None:

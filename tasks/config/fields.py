@@ -20,20 +20,41 @@ from typing import Any
 from tasks.config import codes
 from tasks.config.checker import DocumentChecker, join_path
 from tasks.config.located_yaml import UNREADABLE, LocatedMapping, LocatedValue, describe_value
-from tasks.config.types import FieldSpec, FieldType, Verdict
+from tasks.config.types import (
+    LABELLED_FIELD_TYPES,
+    SCALE_FIELD_TYPES,
+    ChoiceWidget,
+    FieldSpec,
+    FieldType,
+    Verdict,
+)
 
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 COMMON_FIELD_KEYS = frozenset(
-    {"name", "type", "display_name", "placeholder", "optional", "help_text"}
+    {
+        "name",
+        "type",
+        "display_name",
+        "placeholder",
+        "optional",
+        "help_text",
+        "instructions",
+        "instructions_open",
+    }
 )
+SCALE_KEYS = frozenset({"min", "max", "scale_labels"})
 TYPE_OPTION_KEYS: dict[FieldType, frozenset[str]] = {
     FieldType.STRING: frozenset({"max_length", "multiline"}),
-    FieldType.MULTICLASS: frozenset({"labels", "as_goal_message"}),
+    FieldType.MULTICLASS: frozenset({"labels", "as_goal_message", "widget"}),
     FieldType.MULTILABEL: frozenset({"labels"}),
     FieldType.CONTEXT_STRING_SELECTION: frozenset({"reference_name"}),
     FieldType.IMAGE: frozenset(),
     FieldType.PROB: frozenset({"reference_name", "single_prob"}),
+    FieldType.SLIDER: SCALE_KEYS,
+    FieldType.LABEL_SLIDERS: SCALE_KEYS | {"labels"},
+    FieldType.LABEL_WITH_SLIDER: SCALE_KEYS | {"labels", "scale_prompt"},
+    FieldType.TEXT_WITH_SLIDER: SCALE_KEYS | {"max_length", "scale_prompt"},
 }
 # Options that only make sense in one section of the config.
 SECTION_ONLY_KEYS = {
@@ -47,6 +68,8 @@ ALL_FIELD_KEYS = COMMON_FIELD_KEYS.union(*TYPE_OPTION_KEYS.values(), SECTION_ONL
 TYPES_NOT_IN_SECTION = {
     FieldType.PROB: ("context", "input", "metadata.create", "metadata.validate"),
     FieldType.CONTEXT_STRING_SELECTION: ("context",),
+    # A rating is asked of a person: never a context, never a model's answer.
+    **{scale_type: ("context", "output") for scale_type in SCALE_FIELD_TYPES},
 }
 
 
@@ -128,8 +151,11 @@ def read_field(
         "display_name": checker.optional_string(mapping, "display_name", path) or name or "",
         "placeholder": checker.optional_string(mapping, "placeholder", path),
         "help_text": checker.optional_string(mapping, "help_text", path),
+        "instructions": checker.optional_string(mapping, "instructions", path),
+        **read_widget(checker, mapping, path),
+        **read_scale(checker, mapping, path, field_type),
     }
-    for key in ("optional", "multiline", "as_goal_message", "single_prob"):
+    for key in ("optional", "multiline", "as_goal_message", "single_prob", "instructions_open"):
         value = checker.optional_bool(mapping, key, path)
         if value is not None:
             options[key] = value
@@ -147,7 +173,7 @@ def read_field(
         options["reference_name"] = checker.string(
             reference_node, join_path(path, "reference_name")
         )
-    if field_type in (FieldType.MULTICLASS, FieldType.MULTILABEL):
+    if field_type in LABELLED_FIELD_TYPES:
         options["labels"] = _read_labels(checker, mapping, path, node)
     elif checker.given(mapping, "labels") is not None:
         # Still read them so that their own problems are reported too.
@@ -168,20 +194,25 @@ def read_field(
 
 
 def read_field_name(
-    checker: DocumentChecker, mapping: LocatedMapping, path: str, owner: LocatedValue, section: str
+    checker: DocumentChecker,
+    mapping: LocatedMapping,
+    path: str,
+    owner: LocatedValue,
+    section: str,
+    key: str = "name",
 ) -> str | None:
-    """Return the valid name of a field, or None; record every string name as written."""
-    node = checker.required(mapping, "name", path, owner)
+    """Return the valid name of a field (under ``key``), or None; record every string name."""
+    node = checker.required(mapping, key, path, owner)
     if node is None:
         return None
-    name = checker.string(node, join_path(path, "name"))
+    name = checker.string(node, join_path(path, key))
     if name is None:
         return None
     checker.written_names.setdefault(section.rstrip("*"), set()).add(name)
     if not NAME_PATTERN.fullmatch(name):
         checker.error_at(
             codes.BAD_NAME,
-            join_path(path, "name"),
+            join_path(path, key),
             f"the name {name[:60]!r} must match {NAME_PATTERN.pattern} "
             "(letters, digits and underscores, not starting with a digit)",
             node,
@@ -227,6 +258,71 @@ def _check_field_keys(
                 f"{key!r} does not apply to a {field_type.value} field",
                 line,
             )
+
+
+def read_widget(checker: DocumentChecker, mapping: LocatedMapping, path: str) -> dict[str, Any]:
+    """Return ``{"widget": ChoiceWidget}`` when a known ``widget`` is given, else ``{}``."""
+    node = checker.given(mapping, "widget")
+    text = checker.string(node, join_path(path, "widget")) if node is not None else None
+    if text is None:
+        return {}
+    try:
+        return {"widget": ChoiceWidget(text)}
+    except ValueError:
+        checker.error_at(
+            codes.NOT_ONE_OF,
+            join_path(path, "widget"),
+            f"{text[:60]!r} is not one of: " + ", ".join(member.value for member in ChoiceWidget),
+            node,
+        )
+        return {}
+
+
+def read_scale(
+    checker: DocumentChecker, mapping: LocatedMapping, path: str, field_type: FieldType | None
+) -> dict[str, Any]:
+    """Return the scale options of a rating field (``min``, ``max``, ``scale_labels``...)."""
+    if field_type not in SCALE_FIELD_TYPES:
+        return {}
+    options: dict[str, Any] = {
+        "scale_prompt": checker.optional_string(mapping, "scale_prompt", path)
+    }
+    bounds = []
+    for key in ("min", "max"):
+        node = checker.given(mapping, key)
+        bounds.append(checker.integer(node, join_path(path, key)) if node is not None else None)
+    low, high = bounds
+    low = 0 if low is None else low
+    high = 100 if high is None else high
+    if low >= high:
+        checker.error(
+            codes.BAD_SCALE,
+            join_path(path, "max"),
+            f"the scale must run from a lower to a higher integer, got {low} to {high}",
+            mapping.key_lines.get("max", mapping.key_lines.get("min")),
+        )
+    else:
+        options["min_value"], options["max_value"] = low, high
+    labels_node = checker.given(mapping, "scale_labels")
+    if labels_node is not None:
+        options["scale_labels"] = read_scale_labels(
+            checker, labels_node, join_path(path, "scale_labels")
+        )
+    return options
+
+
+def read_scale_labels(checker: DocumentChecker, node: LocatedValue, path: str) -> tuple[str, ...]:
+    """Return the two words shown at the ends of a scale, or () after reporting."""
+    items = checker.sequence(node, path)
+    if items is None:
+        return ()
+    words = [item.value for item in items]
+    if len(words) != 2 or not all(isinstance(word, str | int) for word in words):
+        checker.error_at(
+            codes.BAD_SCALE, path, "scale_labels must be two words: the low end, the high end", node
+        )
+        return ()
+    return tuple(str(word) for word in words)
 
 
 def _read_verdict(checker: DocumentChecker, mapping: LocatedMapping, path: str) -> Verdict | None:

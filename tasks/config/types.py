@@ -12,8 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from tasks.metrics.jobs import JOB_METRICS as JOB_METRIC_REGISTRY
+
+if TYPE_CHECKING:
+    from tasks.config.chat import ChatConfig
 
 
 class FieldType(StrEnum):
@@ -23,6 +27,42 @@ class FieldType(StrEnum):
     CONTEXT_STRING_SELECTION = "context_string_selection"
     IMAGE = "image"
     PROB = "prob"
+    # A rating on a scale (Dynabench v2 ``simple-slider``): an integer from min to max.
+    SLIDER = "slider"
+    # One rating per label (v2 ``multi-slider-selection``): ``{label: integer}``.
+    LABEL_SLIDERS = "label_sliders"
+    # One label and its rating (v2 ``select-option-with-slider``): ``{"label", "score"}``.
+    LABEL_WITH_SLIDER = "label_with_slider"
+    # A text and its rating (v2 ``basic-input-with-slider``): ``{"text", "score"}``.
+    TEXT_WITH_SLIDER = "text_with_slider"
+
+
+# Field types whose value carries a rating on the field's scale (min_value..max_value).
+SCALE_FIELD_TYPES = frozenset(
+    {
+        FieldType.SLIDER,
+        FieldType.LABEL_SLIDERS,
+        FieldType.LABEL_WITH_SLIDER,
+        FieldType.TEXT_WITH_SLIDER,
+    }
+)
+# Field types with a list of labels to choose from.
+LABELLED_FIELD_TYPES = frozenset(
+    {
+        FieldType.MULTICLASS,
+        FieldType.MULTILABEL,
+        FieldType.LABEL_SLIDERS,
+        FieldType.LABEL_WITH_SLIDER,
+    }
+)
+
+
+class ChoiceWidget(StrEnum):
+    """How a ``multiclass`` field is shown (``widget``); the default depends on its labels."""
+
+    RADIO = "radio"
+    INLINE_RADIO = "inline_radio"
+    DROPDOWN = "dropdown"
 
 
 class Verdict(StrEnum):
@@ -39,6 +79,7 @@ class Direction(StrEnum):
 
 
 DEFAULT_MAX_LENGTH = 10_000
+DEFAULT_SCALE = (0, 100)
 
 
 @dataclass(frozen=True)
@@ -61,6 +102,17 @@ class FieldSpec:
     model_wrong_condition: bool | None = None
     # metadata.validate only: show only for this verdict.
     validated_label_condition: Verdict | None = None
+    # Longer guidance shown above the box, folded unless ``instructions_open``.
+    instructions: str = ""
+    instructions_open: bool = False
+    # multiclass only: radio buttons, inline radio buttons or a drop-down ("" = by size).
+    widget: ChoiceWidget | None = None
+    # Scale fields (SCALE_FIELD_TYPES): the integer range, the words at its two ends and the
+    # question asked about the rating.
+    min_value: int = DEFAULT_SCALE[0]
+    max_value: int = DEFAULT_SCALE[1]
+    scale_labels: tuple[str, ...] = ()
+    scale_prompt: str = ""
     # 1-based line of the field in the YAML source, when known.
     line: int | None = field(default=None, compare=False)
 
@@ -104,6 +156,38 @@ class MetricSpec:
 
 
 @dataclass(frozen=True)
+class ExternalValidator:
+    """Dynabench's ``external_validator``: send the worker to ``url`` after N examples."""
+
+    url: str
+    required_examples: int
+    # Extra query parameters added to the URL (``artifacts``).
+    parameters: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class ModelMaps:
+    """How the task's fields are named in a model's request and answer.
+
+    ``request_keys`` renames model input fields in the request (``{field: key}``, only the
+    renamed ones); ``answer_keys`` says which key of the answer carries an output field
+    (``{output field: key}``); ``cast`` maps raw answer values of the prediction field to the
+    task's labels (``{str(raw value): label}``).
+    """
+
+    request_keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    answer_keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    prediction_field: str = ""
+    cast: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def request_key(self, name: str) -> str:
+        return self.request_keys.get(name, name)
+
+    def answer_key(self, name: str) -> str:
+        return self.answer_keys.get(name, name)
+
+
+@dataclass(frozen=True)
 class AggregationMetric:
     type: str = "dynascore"
     default_weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
@@ -138,6 +222,20 @@ class TaskConfig:
     goal_message: str = ""
     content_warning: str = ""
     instructions: str = ""
+    # "v1" (fields in ``input``) or "v2" (Dynabench's components: goal, user_input...).
+    source_format: str = "v1"
+    model_maps: ModelMaps = field(default_factory=ModelMaps)
+    # The verdicts a validator may give, in order (v2 ``validation_options``).
+    verdicts: tuple[Verdict, ...] = tuple(Verdict)
+    external_validator: ExternalValidator | None = None
+    # The create page's title (v2 ``creation_samples_title``); "" keeps the task's name.
+    creation_title: str = ""
+    # The input shown as "your input" beside the model's answer (v2 ``response_fields``).
+    response_field: str = ""
+    # Problems that do not stop the config from loading (upstream slips), with codes.
+    warnings: tuple = field(default=(), compare=False)
+    # The ``chat`` section (``tasks.config.chat``): None for a task without conversations.
+    chat: ChatConfig | None = None
 
     # -- fields -------------------------------------------------------------------------
     def field(self, name: str) -> FieldSpec | None:
@@ -173,6 +271,13 @@ class TaskConfig:
     def model_input_names(self) -> tuple[str, ...]:
         """Keys of one model input: ``uid`` plus the model input fields."""
         return ("uid",) + tuple(f.name for f in self.model_input_fields)
+
+    @property
+    def model_request_names(self) -> tuple[str, ...]:
+        """The keys a model receives: ``model_input_names`` renamed by ``model_input``."""
+        return ("uid",) + tuple(
+            self.model_maps.request_key(f.name) for f in self.model_input_fields
+        )
 
     @property
     def gold_fields(self) -> tuple[FieldSpec, ...]:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from tasks.config import codes
 from tasks.config.errors import ConfigIssue
-from tasks.config.types import FieldSpec, FieldType, TaskConfig
+from tasks.config.types import SCALE_FIELD_TYPES, FieldSpec, FieldType, TaskConfig
 
 PROBABILITY_SUM_TOLERANCE = 1e-4
 
@@ -184,8 +184,8 @@ def _check_present_field(
         # A selection object without (or with blank) text is unanswered; a text of the
         # wrong type is reported as such by the shape check below.
         text = value.get("text")
-        is_selection = spec.type == FieldType.CONTEXT_STRING_SELECTION
-        missing = is_selection and (text is None or (isinstance(text, str) and not text.strip()))
+        has_text = spec.type in (FieldType.CONTEXT_STRING_SELECTION, FieldType.TEXT_WITH_SLIDER)
+        missing = has_text and (text is None or (isinstance(text, str) and not text.strip()))
     if missing:
         must = (not spec.optional) if required is None else required
         if must:
@@ -256,7 +256,55 @@ def _check_value(
         return _check_selection(spec, value, context if role != _GOLD else None)
     if spec.type == FieldType.PROB:
         return _check_prob(spec, value, config)
+    if spec.type in SCALE_FIELD_TYPES:
+        return _check_rating(spec, value, role)
     return []
+
+
+def _check_score(spec: FieldSpec, value: Any, what: str) -> list[ConfigIssue]:
+    """Check one rating: an integer from the field's ``min_value`` to its ``max_value``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return [_wrong_type(spec.name, f"{what} (an integer)", value)]
+    if not spec.min_value <= value <= spec.max_value:
+        return [
+            _issue(
+                codes.VALUE_OUT_OF_SCALE,
+                spec.name,
+                f"{what} {value} is not from {spec.min_value} to {spec.max_value}",
+            )
+        ]
+    return []
+
+
+def _check_rating(spec: FieldSpec, value: Any, role: str) -> list[ConfigIssue]:
+    """Check the value of a rating field (slider, label_sliders, label/text with slider)."""
+    if spec.type == FieldType.SLIDER:
+        return _check_score(spec, value, "the rating")
+    if not isinstance(value, Mapping):
+        return [_wrong_type(spec.name, "an object", value)]
+    if spec.type == FieldType.LABEL_SLIDERS:
+        if set(value) != set(spec.labels):
+            return [
+                _issue(
+                    codes.VALUE_PROB_KEYS,
+                    spec.name,
+                    f"rate every label, and only those: {', '.join(spec.labels)}",
+                )
+            ]
+        return [issue for label in spec.labels for issue in _check_score(spec, value[label], label)]
+    if set(value) - {"score", "label", "text"}:
+        return [_issue(codes.VALUE_UNKNOWN_KEY, spec.name, "expected only its answer and score")]
+    if spec.type == FieldType.LABEL_WITH_SLIDER:
+        issues = _check_label(spec, value.get("label"))
+    else:
+        text = value.get("text")
+        if not isinstance(text, str):
+            return [_wrong_type(spec.name, "a text", text)]
+        too_long = role == _FORM and len(text) > spec.max_length
+        issues = (
+            [_issue(codes.VALUE_TOO_LONG, spec.name, "the text is too long")] if too_long else []
+        )
+    return issues + _check_score(spec, value.get("score"), "the score")
 
 
 def _wrong_type(path: str, expected: str, value: Any) -> ConfigIssue:

@@ -13,6 +13,10 @@ close to 0 as it likes, so any other value for a file with a missing answer coul
 than the same file with some wrong answer put in. The statistics carry one more column,
 the count of missing answers; a resample or a tag without any is scored as usual. The
 example's own score (the per-example browser) is 0.
+sacrebleu's statistics come from two private methods of its metrics
+(``_extract_corpus_statistics``, ``_compute_score_from_stats``): sacrebleu is pinned in
+requirements.txt, and ``tests/tasks/metrics/test_translation.py`` checks that any subset's
+summed rows score what the public ``corpus_bleu`` / ``corpus_chrf`` give that subset.
 
 ``sp_bleu`` (FLORES spBLEU) is BLEU over SentencePiece pieces. Nothing is downloaded: it
 needs the ``spm_model`` option, a path to a local ``.model`` file, and the

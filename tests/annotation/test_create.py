@@ -64,9 +64,10 @@ def test_page_parts_in_order(client, worker, owner):
     html = open_form(client, "hs")["html"]
     order = [
         "Instructions",
-        'id="goal-banner"',
         task.config.content_warning,
         'data-context-field="context"',
+        'id="goal-banner"',  # the goal and its label choice, one control opening the form
+        'name="label"',
         'name="statement"',
         'id="next-context"',
         'name="retain_input"',

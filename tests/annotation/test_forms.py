@@ -143,7 +143,7 @@ def test_the_cached_blank_create_form_is_the_form_crispy_renders(sample, context
     goal = config.goal_field
     goal_label = goal.labels[-1] if goal is not None else ""
     page = {"task": {"code": f"t-{name}"}, "needs_context": bool(config.context)}
-    key = (f"t-{name}", 1, name)
+    key = (f"t-{name}", 1, sample.id)
     cached = [
         blank_create_html(
             key,
@@ -178,9 +178,8 @@ def test_the_cached_blank_validate_form_is_the_form_crispy_renders(sample):
 
     from annotation.blank_forms import blank_validate_html
 
-    name = sample.name
     config = sample.parse()
-    key = (1, name)
+    key = (1, sample.id)
     cached = [blank_validate_html(key, config, example_id=example_id) for example_id in (7, 8)]
     direct = render_crispy_form(
         ValidateForm(config=config, initial={"example_id": 8, "config_version": 1})

@@ -15,6 +15,7 @@ from annotation.stats.buffer import counters_flush
 from annotation.stats.recompute import stats_recompute
 from core.errors import ServiceError
 from tasks import services as task_services
+from tasks.accounts import site_settings_get
 from tests.annotation.conftest import snapshot
 from tests.factories import (
     CampaignWorkerFactory,
@@ -166,6 +167,7 @@ def test_leaderboard_page_shows_usernames_and_has_bounded_queries(
     for n in range(40):
         worker_row(task, UserFactory(username=f"player{n}"), examples=5, verified_fooled=n)
     url = reverse("annotation:workers", args=[task.code])
+    site_settings_get()  # the navbar's sign-up switch, cached after any first page
     with django_assert_max_num_queries(8):
         page = client.get(url, {"round": 1, "page": 2})
     body = page.content.decode()
@@ -266,3 +268,11 @@ def test_services_keep_flushed_counters_equal_to_recomputed(task, owner, seed, r
     cached = snapshot(task)
     stats_recompute(task)
     assert snapshot(task) == cached
+
+
+def test_the_stats_page_names_itself_once(client, task):
+    body = client.get(reverse("annotation:stats", args=[task.code])).content.decode()
+    title = body[body.index("<title>") : body.index("</title>")]
+    assert title.count("Statistics") == 1 and "Stats" not in title
+    heading = body[body.index("<h1") : body.index("</h1>")]
+    assert task.name in heading and "Stats" not in heading

@@ -30,11 +30,9 @@ pytest.importorskip(
 PACKAGE = "dynatask_api_client"
 
 
-@pytest.fixture(scope="module")
-def generated_client(live_server, tmp_path_factory):
-    """Generate the client from the live schema; yield its package, imported."""
-    workdir = tmp_path_factory.mktemp("generated-client")
-    with urllib.request.urlopen(f"{live_server.url}/api/schema/?format=json", timeout=30) as got:
+def generate_client(server_url: str, workdir: Path):
+    """Generate the client from the schema ``server_url`` serves; yield its package."""
+    with urllib.request.urlopen(f"{server_url}/api/schema/?format=json", timeout=30) as got:
         schema = workdir / "schema.json"
         schema.write_bytes(got.read())
     # The generator formats its code with ruff: the project's own (pinned) one, from the venv.
@@ -61,6 +59,12 @@ def generated_client(live_server, tmp_path_factory):
         sys.path.remove(str(workdir))
         for name in [name for name in sys.modules if name.split(".")[0] == PACKAGE]:
             del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def generated_client(live_server, tmp_path_factory):
+    """Generate the client from the live schema; yield its package, imported."""
+    yield from generate_client(live_server.url, tmp_path_factory.mktemp("generated-client"))
 
 
 def _api(package, name: str):

@@ -39,9 +39,12 @@ def test_a_partial_file_is_refused_then_accepted_and_shown_partial(
         page.select_option("#id_dataset", dataset.slug)
         page.set_input_files("#id_file", _predictions(30))
         page.get_by_role("button", name="Upload and score").click()
-        page.wait_for_selector(".errorlist")
-        message = page.locator(".errorlist").inner_text()
+        # The refusal sits under the "Accept a partial file" box (the site's crispy layout).
+        refusal = page.locator("#predictions-upload .invalid-feedback")
+        refusal.wait_for()
+        message = refusal.inner_text()
         assert "missing 10 of 40 ids: u30, u31, u32, u33, u34, …" in message
+        assert "tick “Accept a partial file”" in message
         assert not EvaluationRun.objects.filter(model=model).exists()
         screenshot(page, "researcher-predictions-missing-ids")
 

@@ -14,6 +14,7 @@ from django.http import QueryDict
 
 from leaderboards.models import AccessType, Dataset, EvaluationRun, RunStatus, Score
 from leaderboards.selectors.boards import leaderboard_datasets, leaderboard_table
+from leaderboards.selectors.models import browsable_datasets
 from leaderboards.tables.query import parse_leaderboard_query
 from models_hub.demo.catalog import (
     DEMO_TASKS,
@@ -24,6 +25,7 @@ from models_hub.demo.sentiment import SentimentHandler
 from models_hub.models import Model
 from models_hub.server import make_server
 from tasks.models import Task
+from tests.factories import ModelFactory, UserFactory
 from tests.leaderboards.evalkit import run_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -110,6 +112,14 @@ def test_every_demo_task_ranks_at_least_three_models(demo_servers, redis_connect
             assert run.done == dataset.row_count and run.failed_count == 0
         assert from_file.pk in [row.model_id for row in rows]
     assert "from a predictions file" in out.getvalue()
+
+    # A dataset whose gold is public: any model's owner browses its per-example results.
+    sentiment = Task.objects.get(code="sentiment")
+    researcher = UserFactory(username="demo-researcher")
+    own = ModelFactory(task=sentiment, owner=researcher, name="researchers-model")
+    browsable = browsable_datasets(own, researcher)
+    assert [dataset.access_type for dataset in browsable] == [AccessType.PUBLIC]
+    assert browsable[0].row_count > 0
 
     # Again: nothing new is scored, no run is added.
     runs = EvaluationRun.objects.count()

@@ -33,10 +33,13 @@ INPUTS = {
         {"context": "The tower was built in 1872 by Elias Brandt.", "question": "When?"},
         {"context": "The tower was built in 1872 by Elias Brandt.", "question": "Who built it?"},
     ],
+    "chat": [{"message": "How strong is black tea?"}, {"message": "hello"}],
 }
+# The chat task has no leaderboard: its models answer conversations, not datasets.
+RANKED_TASKS = tuple(task for task in DEMO_TASKS if task != "chat")
 
 
-@pytest.mark.parametrize("task", DEMO_TASKS)
+@pytest.mark.parametrize("task", RANKED_TASKS)
 def test_each_demo_task_has_three_ranked_models_and_a_predictions_file(task):
     served = served_models(task)
     assert len(served) >= 3
@@ -44,6 +47,17 @@ def test_each_demo_task_has_three_ranked_models_and_a_predictions_file(task):
     assert len(predictions_file_models(task)) >= 1
     names = [model.name for model in DEMO_MODELS if model.task == task]
     assert len(names) == len(set(names))
+
+
+def test_the_chat_task_has_two_chat_models_in_the_loop():
+    served = served_models("chat")
+    assert len(served) == 2 and all(model.in_loop for model in served)
+    assert {model.protocol for model in served} == {"openai_chat"}
+    assert all(model.options.get("model") for model in served)
+    for model in served:
+        handler = load_handler(model.handler, **model.kwargs)
+        pieces = list(handler.chat([{"role": "user", "content": "What is matcha?"}], {}))
+        assert len(pieces) > 3 and "".join(pieces).strip()
 
 
 def test_keys_and_ports_are_unique_and_fixed():

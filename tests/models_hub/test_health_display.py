@@ -13,6 +13,8 @@ pytestmark = pytest.mark.django_db
 def test_the_health_latency_is_rounded(client):
     model = ModelFactory(
         task=TaskFactory(code="sentiment"),
+        protocol="dynatask",  # a model with an endpoint: only those have health checks
+        endpoint_url="http://127.0.0.1:9/",
         last_health_at=timezone.now(),
         last_health_latency_ms=3.2719802856445312,
     )

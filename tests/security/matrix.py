@@ -57,6 +57,8 @@ def _validate_data(world) -> dict:
 # --- named routes ---------------------------------------------------------------------------
 P = "POST"
 MATRIX: dict[str, Check] = {
+    # the load balancer's health check: open to all, no figures in it
+    "readyz": everyone(200),
     # accounts
     "login": everyone(200),
     "logout": everyone(R, method=P),
@@ -83,6 +85,7 @@ MATRIX: dict[str, Check] = {
     ),
     # models hub
     "models_hub:detail": everyone(200),
+    "models_hub:health": everyone(200),
     "models_hub:edit": row(L, L, 403, 403, 403, 200, 200),
     "models_hub:loop": row(L, L, 403, 403, 403, 200, 200),
     "models_hub:loop_health": row(L, L, 403, 403, 403, 200, 200),
@@ -190,6 +193,7 @@ MATRIX: dict[str, Check] = {
     "leaderboards:model": everyone(200),
     "leaderboards:dataset_list": everyone(200),
     "leaderboards:dataset_detail": everyone(200),
+    "leaderboards:dataset_inputs": everyone(200),
     "leaderboards:dataset_upload": row(L, L, 403, 403, 403, 200, 200),
     "leaderboards:dataset_perturb": row(L, L, 403, 403, 403, R, R, method=P),
     "leaderboards:run_detail": everyone(200),
@@ -201,6 +205,7 @@ MATRIX: dict[str, Check] = {
     "api-docs": everyone(200),
     "api-schema": everyone(200),
     "<^api/>": everyone(404, path=lambda w: "/api/v1/no-such-endpoint/"),
+    "<favicon.ico>": everyone(R, path=lambda w: "/favicon.ico"),  # to the static SVG icon
     "api:task-list": everyone(200),
     "api:task-detail": everyone(200),
     "api:round-list": everyone(200),
@@ -509,6 +514,10 @@ HIDDEN_FIGURES: dict[str, tuple[object, tuple]] = {
     "API datasets": (_url("api:dataset-list", **CODE), (N, N, N, N, N, N, N)),
     "hidden dataset page": (
         _url("leaderboards:dataset_detail", **HIDDEN_SLUG),
+        (404, 404, 404, 404, 404, N, N),
+    ),
+    "hidden dataset inputs": (
+        _url("leaderboards:dataset_inputs", **HIDDEN_SLUG),
         (404, 404, 404, 404, 404, N, N),
     ),
     "API hidden dataset examples": (

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import ServiceError
 from tasks import services
+from tasks.config import TaskConfigError, parse_task_config
 from tasks.models import Task
 
 
@@ -43,6 +44,7 @@ class Command(BaseCommand):
                 self.stdout.write(
                     self.style.SUCCESS(f"task {code} is at config v{version.version}")
                 )
+            self._write_warnings(file, yaml_text)
         except ServiceError as error:
             for issue in error.details.get("issues", []):
                 line = f"line {issue['line']}: " if issue.get("line") else ""
@@ -50,3 +52,15 @@ class Command(BaseCommand):
                     f"{file}:{line}{issue['path']}: {issue['message']} [{issue['code']}]"
                 )
             raise CommandError(error.message) from error
+
+    def _write_warnings(self, file: Path, yaml_text: str) -> None:
+        """List the loaded config's warnings (upstream slips), one a line, like errors."""
+        try:
+            warnings = parse_task_config(yaml_text).warnings
+        except TaskConfigError:
+            return
+        for issue in warnings:
+            line = f"line {issue.line}: " if issue.line else ""
+            self.stderr.write(
+                self.style.WARNING(f"{file}:{line}{issue.path}: {issue.message} [{issue.code}]")
+            )

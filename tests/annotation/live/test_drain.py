@@ -118,9 +118,7 @@ def test_examples_waiting_together_are_answered_in_one_call_by_one_drain(
     assert connection.llen(live_loop.PENDING_KEY) == 0
 
 
-def test_a_batch_is_at_most_the_batch_size_and_one_drain_takes_them_all(
-    client, worker, counting_model, no_wait, settings
-):
+def test_a_batch_is_at_most_the_batch_size(client, worker, counting_model, no_wait, settings):
     settings.ANNOTATION_LIVE_BATCH_SIZE = 2
     client.force_login(worker)
     _submit_many(client, [POSITIVE, NEGATIVE, POSITIVE + " Again.", NEGATIVE + " Again.", "Ok."])
@@ -213,6 +211,51 @@ def test_a_drain_whose_batch_outlasts_its_hold_lets_a_second_drain_start(
     assert len(_drain_ids()) == 1
     thread.join(timeout=10)
     run_jobs()
+    assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
+
+
+def test_a_drain_that_takes_a_full_batch_lets_another_drain_take_the_next_meanwhile(
+    client,
+    worker,
+    sentiment_task,
+    owner,
+    model_server_factory,
+    redis_connection,
+    no_wait,
+    settings,
+):
+    """Under load a second worker answers the next batch while the first waits on the model:
+    a drain that takes a full batch queues another drain for the rest."""
+
+    class GatedHandler(CountingHandler):
+        gate = threading.Event()
+
+        def predict(self, batch):
+            outputs = super().predict(batch)
+            self.gate.wait(10)
+            return outputs
+
+    handler = GatedHandler()
+    serve_in_loop(sentiment_task, owner, model_server_factory, handler, "gated")
+    settings.ANNOTATION_LIVE_BATCH_SIZE = 2
+    client.force_login(worker)
+    _submit_many(client, [POSITIVE, NEGATIVE, POSITIVE + " Again.", NEGATIVE + " Again."])
+    django_rq.get_queue(LIVE_QUEUE).empty()  # the drains are run here instead
+    results: list = []
+    first = _drain_in_thread(results)
+    deadline = time.monotonic() + 10
+    while handler.batches != [2] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert handler.batches == [2]  # the first drain waits on the model with its batch
+    assert len(_drain_ids()) == 1  # and queued another drain for the rest
+    second = _drain_in_thread(results)
+    while handler.batches != [2, 2] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert handler.batches == [2, 2]  # both batches are with the model at once
+    handler.gate.set()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert sorted(result["examples"] for result in results) == [2, 2]
     assert not Example.objects.exclude(status=ExampleStatus.MODEL_ANSWERED).exists()
 
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from leaderboards.models import BoardCube
 from leaderboards.selectors.cubes import score_cube
+from tasks.accounts import site_settings_get
 from tests.factories import DatasetFactory, ModelFactory, UserFactory
 from tests.leaderboards.boardkit import MAIN, board_with, make_models, table_for, url
 
@@ -280,6 +281,11 @@ CACHED_SAVING = 2
 SIGNED_IN_EXTRA = 1
 
 
+# An anonymous visitor's full page reads the site settings row (the navbar's sign-up link)
+# when the cache does not hold it: once per cache lifetime (``tasks.accounts``).
+COLD_SETTINGS_EXTRA = 1
+
+
 QUERY = f"?w_{MAIN}=2&sort=-latency_p95_ms&page=1&page_size=50"
 
 
@@ -287,19 +293,20 @@ QUERY = f"?w_{MAIN}=2&sort=-latency_p95_ms&page=1&page_size=50"
 @pytest.mark.parametrize("count", [5, 200])
 def test_page_and_json_queries_are_constant(client, task, count, django_assert_num_queries):
     board_with(task, count)
+    site_settings_get()  # the row exists, as on any site that has served a page
     page = reverse("leaderboards:task", args=[task.code]) + QUERY
     data = reverse("leaderboards:task_json", args=[task.code]) + QUERY
-    for path, expected, headers in (
-        (page, PAGE_QUERIES, {}),
-        (page, PARTIAL_QUERIES, {"HTTP_HX_REQUEST": "true"}),
-        (data, JSON_QUERIES, {}),
+    for path, expected, headers, cold in (
+        (page, PAGE_QUERIES, {}, COLD_SETTINGS_EXTRA),
+        (page, PARTIAL_QUERIES, {"HTTP_HX_REQUEST": "true"}, 0),
+        (data, JSON_QUERIES, {}, 0),
     ):
         cache.clear()
         BoardCube.objects.all().delete()
-        with django_assert_num_queries(expected + STALE_EXTRA):
+        with django_assert_num_queries(expected + STALE_EXTRA + cold):
             assert client.get(path, **headers).status_code == 200
         cache.clear()
-        with django_assert_num_queries(expected):
+        with django_assert_num_queries(expected + cold):
             assert client.get(path, **headers).status_code == 200
         with django_assert_num_queries(expected - CACHED_SAVING):
             assert client.get(path, **headers).status_code == 200
@@ -326,6 +333,7 @@ def test_uncached_queries_match(client, task, settings, django_assert_num_querie
     settings.LEADERBOARD_CACHE_SECONDS = 0
     board_with(task, 20)
     score_cube(task)
+    site_settings_get()  # cached, as after any first page (``COLD_SETTINGS_EXTRA``)
     page = reverse("leaderboards:task", args=[task.code]) + QUERY
     for _ in range(2):
         # The data version is still read: it says whether the score cube is current.

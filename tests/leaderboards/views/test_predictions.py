@@ -68,6 +68,11 @@ def test_a_file_missing_ids_is_refused_on_the_page_then_shown_partial_everywhere
     assert response.status_code == 400
     html = response.content.decode()
     assert "missing 100 of 400 ids: u300, u301, u302, u303, u304, …" in html
+    # The page's refusal names its own way round: the box to tick, under that box.
+    partial_box = html[html.index('name="partial"') :]
+    assert "tick “Accept a partial file”" in partial_box
+    assert "partial=true" not in html
+    assert 'class="form-check' in html  # the site's crispy layout
     assert not EvaluationRun.objects.exists()
 
     response = client.post(url, {"dataset": dataset.slug, "file": _lines(covered), "partial": "on"})

@@ -19,10 +19,10 @@ def test_catalogue_codes_are_unique_and_well_formed():
     assert len(set(constants.values())) == len(constants)
     assert set(constants.values()) == set(codes.CATALOGUE)
     for code in codes.CATALOGUE:
-        assert re.fullmatch(r"config\.E0\d\d|value\.E1\d\d", code), code
+        assert re.fullmatch(r"config\.[EW]0\d\d|value\.E1\d\d", code), code
 
 
 def test_every_code_is_documented():
-    table_row = re.compile(r"^\| `((?:config|value)\.E\d{3})` \|", re.MULTILINE)
+    table_row = re.compile(r"^\| `((?:config|value)\.[EW]\d{3})` \|", re.MULTILINE)
     documented = set(table_row.findall(DOCUMENTATION.read_text(encoding="utf-8")))
     assert documented == set(codes.CATALOGUE)

@@ -12,8 +12,8 @@ import yaml
 
 from tasks.config import FieldType, TaskConfigError, Verdict
 from tasks.config.types import DELTA_METRIC_TYPES
-from tests.shared_files import needs_dynabench
-from tests.tasks.config.samples import DYNABENCH, OWN, samples
+from tests.shared_files import needs_dynabench, needs_mlcommons
+from tests.tasks.config.samples import DYNABENCH, MLCOMMONS, OWN, samples
 
 # Keys whose value says which kind of thing an entry is, rather than what it holds.
 KIND_KEYS = frozenset(
@@ -25,6 +25,7 @@ KIND_KEYS = frozenset(
         "as_goal_message",
         "optional",
         "multiline",
+        "metric_name",
     }
 )
 
@@ -54,6 +55,18 @@ def features_of(source):
 @needs_dynabench
 def test_our_fixtures_use_every_feature_of_the_dynabench_configs():
     missing = features_of(DYNABENCH) - features_of(OWN)
+    assert not missing, sorted(missing)
+
+
+@needs_mlcommons
+def test_our_fixtures_use_every_feature_of_the_dynabench_v2_configs():
+    # Upstream's context roles (``context``, ``answer``) are names; ours differ on purpose.
+    roles = "context.field_names_for_the_model."
+    missing = {
+        feature
+        for feature in features_of(MLCOMMONS) - features_of(OWN)
+        if not feature.startswith(roles) and not feature.startswith("model_input.")
+    }
     assert not missing, sorted(missing)
 
 

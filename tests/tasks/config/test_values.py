@@ -395,6 +395,14 @@ def valid_value(spec, context, config, *, from_model=False):
         text = context[spec.reference_name][4:9]
         # A model answers the selected text; a worker or a dataset may give its offset too.
         return text if from_model else {"text": text, "start": 4}
+    if spec.type == FieldType.SLIDER:
+        return spec.max_value
+    if spec.type == FieldType.LABEL_SLIDERS:
+        return dict.fromkeys(spec.labels, spec.min_value)
+    if spec.type == FieldType.LABEL_WITH_SLIDER:
+        return {"label": spec.labels[0], "score": spec.min_value}
+    if spec.type == FieldType.TEXT_WITH_SLIDER:
+        return {"text": f"some {spec.name}", "score": spec.max_value}
     if spec.single_prob:
         return 0.25
     labels = config.field(spec.reference_name).labels
@@ -412,6 +420,10 @@ INVALID = {
     FieldType.MULTILABEL: ("a label, not a list", "value.E103"),
     FieldType.IMAGE: ("file:///etc/passwd", "value.E107"),
     FieldType.CONTEXT_STRING_SELECTION: ("text found nowhere", "value.E108"),
+    FieldType.SLIDER: (1000, "value.E116"),
+    FieldType.LABEL_SLIDERS: ({"nobody": 1}, "value.E109"),
+    FieldType.LABEL_WITH_SLIDER: ({"label": "none of them", "score": 1}, "value.E104"),
+    FieldType.TEXT_WITH_SLIDER: ({"text": "fine", "score": -5}, "value.E116"),
 }
 
 

@@ -130,3 +130,25 @@ def test_sp_bleu_without_sentencepiece_package_is_unsupported(tmp_path, monkeypa
 def test_sp_bleu_per_example_needs_model_too():
     with pytest.raises(MetricUnsupported):
         get_metric("sp_bleu").per_example_scores(["a"], ["a"])
+
+
+@pytest.mark.parametrize(
+    ("name", "corpus_score"), [("bleu", "corpus_bleu"), ("chrf", "corpus_chrf")]
+)
+def test_summed_statistics_of_any_subset_equal_sacrebleus_corpus_score(corpus, name, corpus_score):
+    """The metric keeps sacrebleu's per-segment statistics (its private
+    ``_extract_corpus_statistics`` and ``_compute_score_from_stats``, pinned with sacrebleu in
+    requirements.txt) so that tags and bootstrap resamples only sum rows: any subset's summed
+    rows must score what sacrebleu's public corpus function gives that subset."""
+    hypotheses, references = corpus
+    metric = get_metric(name)
+    rows = metric.compute_statistics(hypotheses, references)
+    rng = random.Random(11)
+    for _ in range(5):
+        subset = sorted(rng.sample(range(len(hypotheses)), 15))
+        picked = [references[i] for i in subset]
+        expected = getattr(sacrebleu, corpus_score)(
+            [hypotheses[i] for i in subset], _streams(picked)
+        ).score
+        summed = rows[subset].sum(axis=0)
+        assert metric.score_from_statistics(summed, {}) == pytest.approx(expected, abs=1e-9)

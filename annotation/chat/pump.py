@@ -1,0 +1,293 @@
+"""The pump: the live queue's job that streams the models' replies into Redis.
+
+The web side puts ``"<reply id>:<attempt>"`` on ``PENDING_KEY`` and queues a pump unless one
+holds ``PUMP_FLAG_KEY`` (``reply_queue``). A pump takes pending replies and streams each in a
+thread of its own (at most ``max_streams()`` at once), so the models of a turn answer in
+parallel and one job serves many conversations. Each thread asks the model with
+``models_hub.chat_client`` (the endpoint's timeouts, concurrency cap, SSRF guard and sealed
+token; the chat config's ``reply_timeout`` and ``reply_max_chars``), publishes the text as it
+comes (``streams``, batched every ``FLUSH_SECONDS``), then stores the finished reply in one
+conditional UPDATE and publishes a terminal event. A Cancel (``streams.request_cancel``) is
+seen between two reads.
+
+The pump renews its flag while it works, and lets it go when nothing is pending and no stream
+runs (after ``linger_seconds()`` of waiting for more, unless other jobs wait for the worker).
+A pump that dies leaves its replies "streaming": past their time limit the page offers a retry
+(``selectors.STALE_MARGIN_SECONDS``), so no earlier turn is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils import timezone
+from redis.exceptions import RedisError
+
+from annotation.chat import streams
+from annotation.chat.models import ChatReply, ReplyStatus
+from annotation.chat.selectors import seat_messages, turns_with_replies
+from annotation.live.connection import live_queue, redis_connection
+from annotation.live.drain import linger_seconds
+from models_hub import chat_client
+from models_hub.chat_client import ReplyCancelled
+from models_hub.errors import ModelCallError, ModelConfigurationError
+from models_hub.selectors import endpoint_spec
+
+logger = logging.getLogger(__name__)
+
+PENDING_KEY = "annotation:chat-pending"
+PUMP_FLAG_KEY = "annotation:chat-pump"
+PUMP_FLAG_TTL_SECONDS = 10
+PUMP_JOB_PREFIX = "annotation-chat-pump-"
+PUMP_BUDGET_SECONDS = 120.0
+FLUSH_SECONDS = 0.1
+CANCEL_CHECK_SECONDS = 0.2
+QUEUE_UNAVAILABLE = "queue.unavailable"
+# Let the flag go only when nothing is pending (KEYS: flag, pending; ARGV: token).
+_RELEASE = """
+if redis.call('LLEN', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"""
+
+
+def max_streams() -> int:
+    return max(1, int(getattr(settings, "ANNOTATION_CHAT_MAX_STREAMS", 128)))
+
+
+def pump_timeout() -> int:
+    return int(PUMP_BUDGET_SECONDS + 600 + 30)
+
+
+def reply_queue(items: list[tuple[int, int]]) -> bool:
+    """Queue replies ``(id, attempt)`` for a pump, after the commit; False without Redis."""
+    try:
+        with redis_connection().pipeline(transaction=False) as pipe:
+            pipe.rpush(PENDING_KEY, *[f"{reply_id}:{attempt}" for reply_id, attempt in items])
+            pipe.set(PUMP_FLAG_KEY, "queued", nx=True, ex=PUMP_FLAG_TTL_SECONDS)
+            flagged = pipe.execute()[-1]
+        if flagged:
+            _enqueue_pump()
+    except RedisError:
+        logger.warning("could not queue chat replies %s", items, exc_info=True)
+        return False
+    return True
+
+
+def _enqueue_pump() -> None:
+    live_queue().enqueue(
+        chat_pump_job,
+        job_id=f"{PUMP_JOB_PREFIX}{uuid.uuid4().hex}",
+        job_timeout=pump_timeout(),
+        result_ttl=settings.ANNOTATION_LIVE_RESULT_TTL,
+        failure_ttl=24 * 3600,
+    )
+
+
+def _parse(item: bytes | str) -> tuple[int, int] | None:
+    text = item.decode() if isinstance(item, bytes) else item
+    reply_id, _, attempt = text.partition(":")
+    if reply_id.isdigit() and attempt.isdigit():
+        return int(reply_id), int(attempt)
+    return None
+
+
+def chat_pump_job() -> dict[str, int]:
+    """Stream pending replies until none is left (see the module docstring)."""
+    redis = redis_connection()
+    token = uuid.uuid4().hex
+    slots = threading.BoundedSemaphore(max_streams())
+    threads: list[threading.Thread] = []
+    started = idle_since = time.monotonic()
+    served = 0
+    while True:
+        redis.set(PUMP_FLAG_KEY, token, ex=PUMP_FLAG_TTL_SECONDS)
+        threads = [thread for thread in threads if thread.is_alive()]
+        budget_left = time.monotonic() - started < PUMP_BUDGET_SECONDS
+        if budget_left and slots.acquire(timeout=1.0):
+            parsed = _next_item(redis, wait=0.05)
+            if parsed is not None:
+                thread = threading.Thread(
+                    target=_run_stream, args=(*parsed, slots, redis), daemon=True
+                )
+                thread.start()
+                threads.append(thread)
+                served += 1
+                idle_since = time.monotonic()
+                continue
+            slots.release()
+        elif not budget_left:
+            time.sleep(0.05)
+        if threads:
+            idle_since = time.monotonic()
+            continue
+        if _should_stop(idle_since, budget_left):
+            if redis.eval(_RELEASE, 2, PUMP_FLAG_KEY, PENDING_KEY, token):
+                break
+            if not budget_left:
+                redis.delete(PUMP_FLAG_KEY)
+                reply_queue_kick()
+                break
+    return {"served": served}
+
+
+def _next_item(redis, wait: float) -> tuple[int, int] | None:
+    got = redis.blpop([PENDING_KEY], timeout=wait)
+    return _parse(got[1]) if got else None
+
+
+def _should_stop(idle_since: float, budget_left: bool) -> bool:
+    if not budget_left:
+        return True
+    if time.monotonic() - idle_since >= linger_seconds():
+        return True
+    return len(live_queue()) > 0  # another job waits for this worker
+
+
+def reply_queue_kick() -> None:
+    """Queue a pump for what is pending when no pump holds the flag."""
+    redis = redis_connection()
+    if redis.llen(PENDING_KEY) and redis.set(
+        PUMP_FLAG_KEY, "queued", nx=True, ex=PUMP_FLAG_TTL_SECONDS
+    ):
+        _enqueue_pump()
+
+
+def _run_stream(reply_id: int, attempt: int, slots: threading.BoundedSemaphore, redis) -> None:
+    try:
+        close_old_connections()
+        stream_reply(reply_id, attempt, redis)
+    except Exception:
+        logger.exception("chat reply %s attempt %s failed in the pump", reply_id, attempt)
+    finally:
+        connection.close()
+        slots.release()
+
+
+class _Publisher:
+    """Buffers the pieces of one reply and appends them to its stream every FLUSH_SECONDS."""
+
+    def __init__(self, reply_id: int, attempt: int, redis):
+        self.reply_id, self.attempt, self.redis = reply_id, attempt, redis
+        self.key = streams.reply_key(reply_id, attempt)
+        self.buffer: list[str] = []
+        self.pieces: list[str] = []
+        self.flushed_at = 0.0
+        self.checked_at = 0.0  # the first read asks at once
+
+    def add(self, piece: str) -> None:
+        self.buffer.append(piece)
+        self.pieces.append(piece)
+        if time.monotonic() - self.flushed_at >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            streams.publish(self.key, streams.TEXT, "".join(self.buffer), self.redis)
+            self.buffer = []
+        self.flushed_at = time.monotonic()
+
+    def cancelled(self) -> bool:
+        if time.monotonic() - self.checked_at < CANCEL_CHECK_SECONDS:
+            return False
+        self.checked_at = time.monotonic()
+        return streams.cancel_requested(self.reply_id, self.attempt, self.redis)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def finish(self, kind: str, fields: dict) -> None:
+        self.flush()
+        streams.publish(self.key, kind, fields, self.redis)
+
+
+def stream_reply(reply_id: int, attempt: int, redis=None) -> str | None:
+    """Stream reply ``reply_id`` (if it still waits at ``attempt``); return its final status."""
+    reply = (
+        ChatReply.objects.select_related("turn__conversation__config_version", "model")
+        .filter(pk=reply_id, attempt=attempt, status=ReplyStatus.STREAMING)
+        .first()
+    )
+    if reply is None:
+        return None
+    conversation = reply.turn.conversation
+    chat = conversation.config_version.parsed.chat
+    publisher = _Publisher(reply_id, attempt, redis or redis_connection())
+    try:
+        if reply.model is None:
+            raise ModelConfigurationError("the model was removed from the task")
+        endpoint = endpoint_spec(reply.model)
+        turns = turns_with_replies(conversation)
+        turn = next(turn for turn in turns if turn.pk == reply.turn_id)
+        # No database connection is held while the model streams (it may take a minute).
+        release_connection()
+        result = chat_client.stream_reply(
+            endpoint,
+            seat_messages(turns, turn, reply.position),
+            on_text=publisher.add,
+            should_stop=publisher.cancelled,
+            max_chars=chat.reply_max_chars,
+            total_seconds=chat.reply_timeout,
+            system_prompt=chat.system_prompt,
+        )
+    except ReplyCancelled as cancelled:
+        fields = {"status": ReplyStatus.CANCELLED, "text": cancelled.partial}
+        kind = streams.CANCELLED
+    except ModelCallError as error:
+        fields = {
+            "status": ReplyStatus.FAILED,
+            "text": publisher.text,
+            "error_code": error.code,
+            "error_message": str(error)[:2000],
+        }
+        kind = streams.ERROR
+    else:
+        fields = _done_fields(result)
+        kind = streams.DONE
+    fields["finished_at"] = timezone.now()
+    stored = ChatReply.objects.filter(
+        pk=reply_id, attempt=attempt, status=ReplyStatus.STREAMING
+    ).update(**fields)
+    if stored:
+        publisher.finish(kind, _event_fields(fields))
+    return fields["status"] if stored else None
+
+
+def release_connection() -> None:
+    """Close this thread's database connection (a stream may last a minute and must not hold
+    one), unless it is inside a transaction (tests); Django opens a new one when needed."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def _done_fields(result: chat_client.ReplyResult) -> dict:
+    return {
+        "status": ReplyStatus.DONE,
+        "text": result.text,
+        "model_version": (result.model_version or "")[:200],
+        "latency_ms": round(result.latency_ms, 3),
+        "first_token_ms": (
+            round(result.first_token_ms, 3) if result.first_token_ms is not None else None
+        ),
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "finish_reason": (result.finish_reason or "")[:32],
+        "raw": result.raw,
+    }
+
+
+def _event_fields(fields: dict) -> dict:
+    """What a terminal event tells the page: everything stored but the text and raw chunk."""
+    return {
+        key: (str(value) if key == "status" else value)
+        for key, value in fields.items()
+        if key not in ("text", "raw", "finished_at")
+    }

@@ -1,0 +1,87 @@
+"""Redis streams of the replies: what the pump writes while a model answers, what pages read.
+
+Keys (on the live loop's Redis, ``annotation.live.queue.redis_connection``):
+
+- ``reply_key(reply_id, attempt)``: a stream of events ``{"k": kind, "d": data}``; ``kind``
+  is ``text`` (a piece of the reply), or a terminal ``done`` / ``error`` / ``cancelled``
+  whose data is the JSON of what was stored. It is capped at ``STREAM_MAXLEN`` entries and
+  expires ``STREAM_TTL_SECONDS`` after its last write, so a reader may start late and still
+  read the whole reply (the database holds it for good);
+- ``cancel_key(reply_id, attempt)``: set by the worker's Cancel, read by the pump.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from annotation.live.connection import redis_connection
+
+TEXT = "text"
+DONE = "done"
+ERROR = "error"
+CANCELLED = "cancelled"
+TERMINAL = (DONE, ERROR, CANCELLED)
+STREAM_MAXLEN = 20_000
+STREAM_TTL_SECONDS = 3600
+CANCEL_TTL_SECONDS = 900
+
+
+def reply_key(reply_id: int, attempt: int) -> str:
+    return f"annotation:chat-reply:{reply_id}:{attempt}"
+
+
+def cancel_key(reply_id: int, attempt: int) -> str:
+    return f"annotation:chat-cancel:{reply_id}:{attempt}"
+
+
+def publish(key: str, kind: str, data: Any, connection=None) -> None:
+    """Append one event to ``key`` and push its expiry back (one round trip)."""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    with (connection or redis_connection()).pipeline(transaction=False) as pipe:
+        pipe.xadd(key, {"k": kind, "d": text}, maxlen=STREAM_MAXLEN, approximate=True)
+        pipe.expire(key, STREAM_TTL_SECONDS)
+        pipe.execute()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def read(key: str, after: str, block_ms: int, connection=None) -> list[tuple[str, str, str]]:
+    """Return the events after ``after`` (``"0-0"``: all), waiting up to ``block_ms``."""
+    response = (connection or redis_connection()).xread({key: after}, block=block_ms, count=500)
+    events = []
+    for _stream, entries in response or []:
+        for entry_id, fields in entries:
+            kind = _text(fields.get(b"k") or fields.get("k") or b"")
+            data = _text(fields.get(b"d") or fields.get("d") or b"")
+            events.append((_text(entry_id), kind, data))
+    return events
+
+
+def follow(key: str, seconds: float, poll_ms: int = 1000, connection=None) -> Iterator[tuple]:
+    """Yield ``(kind, data)`` from the start of ``key`` until a terminal event, or
+    ``(None, None)`` after each ``poll_ms`` without news (the caller decides to go on)."""
+    import time
+
+    after, deadline = "0-0", time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        events = read(key, after, poll_ms, connection)
+        if not events:
+            yield None, None
+            continue
+        for entry_id, kind, data in events:
+            after = entry_id
+            yield kind, data
+            if kind in TERMINAL:
+                return
+
+
+def request_cancel(reply_id: int, attempt: int) -> None:
+    redis_connection().set(cancel_key(reply_id, attempt), "1", ex=CANCEL_TTL_SECONDS)
+
+
+def cancel_requested(reply_id: int, attempt: int, connection=None) -> bool:
+    return bool((connection or redis_connection()).exists(cancel_key(reply_id, attempt)))
