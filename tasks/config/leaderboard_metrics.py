@@ -69,52 +69,67 @@ def read_perf_metrics(
         checker.wrong_type("perf_metric", "a mapping or a list of mappings", node)
         return [], False
     issues_before = len(checker.issues)
-    read: list[tuple[str, str, dict[str, Any], str, LocatedValue]] = []
-    for path, entry in entries:
-        mapping = checker.mapping(entry, path)
-        if mapping is None:
-            continue
-        type_node = checker.required(mapping, "type", path, entry)
-        metric_type = checker.string(type_node, join_path(path, "type")) if type_node else None
-        if metric_type in UNSUPPORTED_PERF_METRIC_TYPES:
-            checker.error_at(
-                codes.NOT_SUPPORTED,
-                join_path(path, "type"),
-                UNSUPPORTED_PERF_METRIC_TYPES[metric_type],
-                type_node,
-            )
-            metric_type = None
-        elif metric_type is not None and metric_type not in PERF_METRIC_TYPES:
-            checker.error_at(
-                codes.UNKNOWN_PERF_METRIC,
-                join_path(path, "type"),
-                f"unknown perf_metric type {metric_type[:60]!r}; known: "
-                + ", ".join(PERF_METRIC_TYPES),
-                type_node,
-            )
-            metric_type = None
-        reference_node = checker.required(mapping, "reference_name", path, entry)
-        reference = (
-            checker.string(reference_node, join_path(path, "reference_name"))
-            if reference_node
-            else None
+    read = [
+        item
+        for path, entry in entries
+        if (item := _read_perf_entry(checker, path, entry, output_names)) is not None
+    ]
+    return _perf_metrics_named(checker, read), len(checker.issues) == issues_before
+
+
+def _read_perf_entry(checker: DocumentChecker, path: str, entry: LocatedValue, output_names):
+    """Read one ``perf_metric`` entry: ``(type, reference, options, path, entry)``, or None
+    when its type or reference could not be read (the problems are reported)."""
+    mapping = checker.mapping(entry, path)
+    if mapping is None:
+        return None
+    type_node = checker.required(mapping, "type", path, entry)
+    metric_type = checker.string(type_node, join_path(path, "type")) if type_node else None
+    if metric_type in UNSUPPORTED_PERF_METRIC_TYPES:
+        checker.error_at(
+            codes.NOT_SUPPORTED,
+            join_path(path, "type"),
+            UNSUPPORTED_PERF_METRIC_TYPES[metric_type],
+            type_node,
         )
-        if (
-            reference is not None
-            and reference not in output_names
-            and checker.output_readable
-            and reference not in checker.written("output")
-        ):
-            checker.error_at(
-                codes.PERF_REFERENCE_NOT_OUTPUT,
-                join_path(path, "reference_name"),
-                f"{reference[:60]!r} is not an output field; outputs: "
-                + (", ".join(sorted(output_names)) or "none"),
-                reference_node,
-            )
-        options = _read_perf_options(checker, mapping, path)
-        if metric_type is not None and reference is not None:
-            read.append((metric_type, reference, options, path, entry))
+        metric_type = None
+    elif metric_type is not None and metric_type not in PERF_METRIC_TYPES:
+        checker.error_at(
+            codes.UNKNOWN_PERF_METRIC,
+            join_path(path, "type"),
+            f"unknown perf_metric type {metric_type[:60]!r}; known: "
+            + ", ".join(PERF_METRIC_TYPES),
+            type_node,
+        )
+        metric_type = None
+    reference_node = checker.required(mapping, "reference_name", path, entry)
+    reference = (
+        checker.string(reference_node, join_path(path, "reference_name"))
+        if reference_node
+        else None
+    )
+    if (
+        reference is not None
+        and reference not in output_names
+        and checker.output_readable
+        and reference not in checker.written("output")
+    ):
+        checker.error_at(
+            codes.PERF_REFERENCE_NOT_OUTPUT,
+            join_path(path, "reference_name"),
+            f"{reference[:60]!r} is not an output field; outputs: "
+            + (", ".join(sorted(output_names)) or "none"),
+            reference_node,
+        )
+    options = _read_perf_options(checker, mapping, path)
+    if metric_type is None or reference is None:
+        return None
+    return metric_type, reference, options, path, entry
+
+
+def _perf_metrics_named(checker: DocumentChecker, read) -> list[PerfMetric]:
+    """The read entries as ``PerfMetric``s, a repeated (type, reference) reported; a type
+    listed once is named by itself, else ``<type>_<reference>``."""
     type_counts = Counter(metric_type for metric_type, *_ in read)
     metrics: list[PerfMetric] = []
     seen: dict[tuple[str, str], str] = {}
@@ -131,7 +146,7 @@ def read_perf_metrics(
         seen[(metric_type, reference)] = path
         name = metric_type if type_counts[metric_type] == 1 else f"{metric_type}_{reference}"
         metrics.append(PerfMetric(metric_type, reference, name, MappingProxyType(options)))
-    return metrics, len(checker.issues) == issues_before
+    return metrics
 
 
 def _read_perf_options(
