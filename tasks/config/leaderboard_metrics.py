@@ -229,16 +229,7 @@ def read_aggregation_metric(
         frozenset({"type", "default_weights", "count_self_reported"}),
         "aggregation_metric",
     )
-    type_node = checker.given(mapping, "type")
-    if type_node is not None:
-        metric_type = checker.string(type_node, join_path(path, "type"))
-        if metric_type is not None and metric_type not in AGGREGATION_METRIC_TYPES:
-            checker.error_at(
-                codes.UNKNOWN_AGGREGATION_METRIC,
-                join_path(path, "type"),
-                f"unknown aggregation_metric type {metric_type[:60]!r}; known: dynascore",
-                type_node,
-            )
+    _check_aggregation_type(checker, mapping, path)
     count_self_reported = bool(checker.optional_bool(mapping, "count_self_reported", path))
     weights_node = checker.given(mapping, "default_weights")
     if weights_node is None:
@@ -251,46 +242,85 @@ def read_aggregation_metric(
     known += list(DELTA_METRIC_TYPES) + [name for name, _ in JOB_METRICS]
     weights: dict[str, float] = {}
     for key, value_node in weights_mapping.items.items():
-        key_path = join_path(weights_path, key)
-        # When perf_metric itself is broken, an unknown name may be a perf metric name:
-        # stay silent rather than report a consequence of the first error.
-        if key not in known and perf_complete:
-            checker.error(
-                codes.UNKNOWN_WEIGHT_METRIC,
-                key_path,
-                f"unknown metric {key[:60]!r}; known: {', '.join(known)}",
-                weights_mapping.key_lines[key],
-            )
-            continue
-        if not is_finite_number(value_node.value):
-            if value_node.value is not UNREADABLE:
-                checker.error_at(
-                    codes.WEIGHT_OUT_OF_RANGE,
-                    key_path,
-                    f"a weight must be a number from 0 to {MAX_WEIGHT:g}, "
-                    f"got {describe_value(value_node.value)}",
-                    value_node,
-                )
-            continue
-        weight = float(value_node.value)
-        if not 0.0 <= weight <= MAX_WEIGHT:
-            checker.error_at(
-                codes.WEIGHT_OUT_OF_RANGE,
-                key_path,
-                f"a weight must be from 0 to {MAX_WEIGHT:g}, got {weight:g}",
-                value_node,
-            )
-            continue
-        if weight > 0 and key in SELF_REPORTED_METRICS and not count_self_reported:
-            checker.error_at(
-                codes.SELF_REPORTED_WEIGHT,
-                key_path,
-                f"{key} is reported by the model's endpoint itself; it weighs in by default "
-                "only with 'count_self_reported: true' in aggregation_metric",
-                value_node,
-            )
-            continue
-        weights[key] = weight
+        weight = _read_default_weight(
+            checker,
+            weights_mapping,
+            weights_path,
+            key,
+            value_node,
+            known=known,
+            perf_complete=perf_complete,
+            count_self_reported=count_self_reported,
+        )
+        if weight is not None:
+            weights[key] = weight
     return AggregationMetric(
         default_weights=MappingProxyType(weights), count_self_reported=count_self_reported
     )
+
+
+def _check_aggregation_type(checker: DocumentChecker, mapping: LocatedMapping, path: str) -> None:
+    type_node = checker.given(mapping, "type")
+    if type_node is not None:
+        metric_type = checker.string(type_node, join_path(path, "type"))
+        if metric_type is not None and metric_type not in AGGREGATION_METRIC_TYPES:
+            checker.error_at(
+                codes.UNKNOWN_AGGREGATION_METRIC,
+                join_path(path, "type"),
+                f"unknown aggregation_metric type {metric_type[:60]!r}; known: dynascore",
+                type_node,
+            )
+
+
+def _read_default_weight(
+    checker: DocumentChecker,
+    weights_mapping: LocatedMapping,
+    weights_path: str,
+    key: str,
+    value_node: LocatedValue,
+    *,
+    known: list[str],
+    perf_complete: bool,
+    count_self_reported: bool,
+) -> float | None:
+    """Return one default weight, or None when it is refused (the problem is reported)."""
+    key_path = join_path(weights_path, key)
+    # When perf_metric itself is broken, an unknown name may be a perf metric name:
+    # stay silent rather than report a consequence of the first error.
+    if key not in known and perf_complete:
+        checker.error(
+            codes.UNKNOWN_WEIGHT_METRIC,
+            key_path,
+            f"unknown metric {key[:60]!r}; known: {', '.join(known)}",
+            weights_mapping.key_lines[key],
+        )
+        return None
+    if not is_finite_number(value_node.value):
+        if value_node.value is not UNREADABLE:
+            checker.error_at(
+                codes.WEIGHT_OUT_OF_RANGE,
+                key_path,
+                f"a weight must be a number from 0 to {MAX_WEIGHT:g}, "
+                f"got {describe_value(value_node.value)}",
+                value_node,
+            )
+        return None
+    weight = float(value_node.value)
+    if not 0.0 <= weight <= MAX_WEIGHT:
+        checker.error_at(
+            codes.WEIGHT_OUT_OF_RANGE,
+            key_path,
+            f"a weight must be from 0 to {MAX_WEIGHT:g}, got {weight:g}",
+            value_node,
+        )
+        return None
+    if weight > 0 and key in SELF_REPORTED_METRICS and not count_self_reported:
+        checker.error_at(
+            codes.SELF_REPORTED_WEIGHT,
+            key_path,
+            f"{key} is reported by the model's endpoint itself; it weighs in by default "
+            "only with 'count_self_reported: true' in aggregation_metric",
+            value_node,
+        )
+        return None
+    return weight
