@@ -274,6 +274,24 @@ def compute_dynascores(
     normalized_weights = {name: float(m.weight) / total_weight for name, m in by_name.items()}
     required = [name for name, m in by_name.items() if name == main_metric or m.weight > 0]
 
+    converted, incomplete = _converted_rows(models, by_name, required)
+    amrs = _amrs_of_rows(converted, by_name, main_metric, epsilon)
+    non_contributing = tuple(name for name, value in amrs.items() if value == 0)
+    ranking = _ranking(converted, incomplete, by_name, amrs, normalized_weights)
+
+    return DynascoreResult(
+        dynascores=MappingProxyType({score.model: score.dynascore for score in ranking}),
+        amrs=MappingProxyType(amrs),
+        normalized_weights=MappingProxyType(normalized_weights),
+        ranking=tuple(ranking),
+        incomplete=MappingProxyType(incomplete),
+        non_contributing_metrics=non_contributing,
+    )
+
+
+def _converted_rows(models, by_name, required):
+    """Each complete model's converted values, and each incomplete model's missing metrics
+    (models in name order)."""
     converted: dict[str, dict[str, float]] = {}
     incomplete: dict[str, tuple[str, ...]] = {}
     for model in sorted(models):
@@ -289,7 +307,11 @@ def compute_dynascores(
             incomplete[model] = missing
         else:
             converted[model] = row
+    return converted, incomplete
 
+
+def _amrs_of_rows(converted, by_name, main_metric: str, epsilon: float) -> dict[str, float]:
+    """Each metric's AMRS against the main one over the complete models (1 for the main)."""
     amrs: dict[str, float] = {}
     for name in by_name:
         if name == main_metric:
@@ -298,8 +320,11 @@ def compute_dynascores(
         # Sorted by value alone: tied models are pooled, so their order cannot matter.
         pairs = sorted((row[main_metric], row[name]) for row in converted.values() if name in row)
         amrs[name] = average_metric_ratio_scaling(pairs, epsilon=epsilon)
-    non_contributing = tuple(name for name, value in amrs.items() if value == 0)
+    return amrs
 
+
+def _ranking(converted, incomplete, by_name, amrs, normalized_weights) -> list[ModelScore]:
+    """The complete models by Dynascore (equal scores share a rank), then the incomplete."""
     complete_scores: list[ModelScore] = []
     for model, row in converted.items():
         contributions = {
@@ -317,7 +342,6 @@ def compute_dynascores(
             )
         )
     complete_scores.sort(key=lambda score: (-score.dynascore, score.model))  # type: ignore[operator]
-
     ranking: list[ModelScore] = []
     for position, score in enumerate(complete_scores, start=1):
         tied = ranking and ranking[-1].dynascore == score.dynascore
@@ -327,15 +351,7 @@ def compute_dynascores(
         )
     for model, missing in incomplete.items():
         ranking.append(ModelScore(model=model, dynascore=None, rank=None, missing_metrics=missing))
-
-    return DynascoreResult(
-        dynascores=MappingProxyType({score.model: score.dynascore for score in ranking}),
-        amrs=MappingProxyType(amrs),
-        normalized_weights=MappingProxyType(normalized_weights),
-        ranking=tuple(ranking),
-        incomplete=MappingProxyType(incomplete),
-        non_contributing_metrics=non_contributing,
-    )
+    return ranking
 
 
 def _checked_dataset_weights(dataset_weights: Mapping[str, float]) -> dict[str, float]:
