@@ -180,16 +180,7 @@ def build_leaderboard_table(
 
     result: DynascoreArrays | None = None
     if error is None and main_metric in available:
-        try:
-            result = compute_dynascore_arrays(
-                keys,
-                averages[:, [board.metric_position[item.name] for item in metric_inputs]],
-                metric_inputs,
-                main_metric=main_metric,
-                epsilon=MAIN_METRIC_RESOLUTION,
-            )
-        except DynascoreError as problem:
-            error, error_code = problem.message, problem.code
+        result, error, error_code = _dynascore_of(board, averages, metric_inputs, main_metric)
     elif error is None and board.keys:
         notes.append("No model has a score on the scoring datasets yet.")
 
@@ -216,23 +207,19 @@ def build_leaderboard_table(
     page_rows = order[start : start + page_size]
     if intervals is None:
         intervals = intervals_of(page_rows)
-    required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
-    shown_names = [spec.name for spec in shown_specs]
-    rows = tuple(
-        _row(
-            board,
-            index,
-            result.model_score(index) if result is not None else None,
-            averages,
-            shown_names,
-            datasets,
-            main_metric,
-            intervals,
-            _missing_of(index, result, error, board, averages, metric_names, required),
-            _comparison(board, index, intervals),
-            bool(file_rows[index]),
-        )
-        for index in page_rows
+    rows = _page_rows(
+        board,
+        page_rows,
+        result=result,
+        error=error,
+        averages=averages,
+        shown_names=[spec.name for spec in shown_specs],
+        metric_names=metric_names,
+        required={item.name for item in metric_inputs if item.weight > 0} | {main_metric},
+        datasets=datasets,
+        main_metric=main_metric,
+        intervals=intervals,
+        file_rows=file_rows,
     )
 
     trend_rounds, trends = trends_of_top_models(result, scoring, board)
@@ -268,6 +255,55 @@ def build_leaderboard_table(
         dataset_bars=bars,
         predictions_file_models=int(file_rows.sum()),
         left_out_metrics=left_out,
+    )
+
+
+def _dynascore_of(board: Board, averages, metric_inputs, main_metric: str):
+    """The Dynascores of the board's models, or None and the error that stopped them."""
+    try:
+        result = compute_dynascore_arrays(
+            board.keys,
+            averages[:, [board.metric_position[item.name] for item in metric_inputs]],
+            metric_inputs,
+            main_metric=main_metric,
+            epsilon=MAIN_METRIC_RESOLUTION,
+        )
+    except DynascoreError as problem:
+        return None, problem.message, problem.code
+    return result, None, None
+
+
+def _page_rows(
+    board: Board,
+    page_rows: list[int],
+    *,
+    result,
+    error,
+    averages,
+    shown_names,
+    metric_names,
+    required,
+    datasets,
+    main_metric: str,
+    intervals,
+    file_rows,
+) -> tuple:
+    """The ``LeaderboardRow`` of each model of the page."""
+    return tuple(
+        _row(
+            board,
+            index,
+            result.model_score(index) if result is not None else None,
+            averages,
+            shown_names,
+            datasets,
+            main_metric,
+            intervals,
+            _missing_of(index, result, error, board, averages, metric_names, required),
+            _comparison(board, index, intervals),
+            bool(file_rows[index]),
+        )
+        for index in page_rows
     )
 
 
