@@ -16,10 +16,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import lru_cache
 from json.encoder import encode_basestring
-from typing import Any
 
 from django.conf import settings
 from django.db.models import F, TextField
@@ -139,46 +138,11 @@ def example_export_lines(
     the verdict, the metadata, the validations, anonymised worker ids and the config
     version. Oldest example first. At most four queries per chunk of ``chunk_size``.
     """
+    salt = _salt()
     task_json = _string(task.code)
     round_numbers = dict(Round.objects.filter(task=task).values_list("id", "number"))
     config_versions = dict(TaskConfigVersion.objects.filter(task=task).values_list("id", "version"))
     model_names: dict[int, str] = {}
-    worker = _worker_json(_salt())
-    string = _string_cache()
-    examples = Example.objects.filter(task=task)
-    if round is not None:
-        examples = examples.filter(round=round)
-    examples = (
-        examples.order_by("id")
-        .annotate(**JSON_TEXT, created_json=F("created_at"))
-        .values_list(*EXAMPLE_COLUMNS[:-1], "created_json")
-    )
-    last_id = 0
-    while True:
-        rows = list(examples.filter(id__gt=last_id)[:chunk_size])
-        if not rows:
-            return
-        last_id = rows[-1][0]
-        validations = _chunk_validations(rows, string, worker)
-        contexts = _chunk_contexts(rows)
-        _remember_model_names(rows, model_names)
-        yield from _chunk_lines(
-            rows,
-            task_json=task_json,
-            round_numbers=round_numbers,
-            config_versions=config_versions,
-            contexts=contexts,
-            validations=validations,
-            model_names=model_names,
-            string=string,
-            worker=worker,
-        )
-        if len(rows) < chunk_size:
-            return
-
-
-def _worker_json(salt: str) -> Callable[[Any, Any], str]:
-    """Return ``worker(user_id, campaign_worker_id)``: the anonymised worker id as JSON."""
 
     def worker(user_id, campaign_worker_id) -> str:
         if user_id is not None:
@@ -187,12 +151,20 @@ def _worker_json(salt: str) -> Callable[[Any, Any], str]:
             return '"' + _hash_with(salt, f"campaign_worker:{campaign_worker_id}") + '"'
         return "null"
 
-    return worker
-
-
-def _string_cache() -> Callable[[Any], str]:
-    """Return ``string(value)``: a value as JSON, each of the few distinct ones (labels,
-    states, versions) encoded once."""
+    examples = Example.objects.filter(task=task)
+    if round is not None:
+        examples = examples.filter(round=round)
+    examples = (
+        examples.order_by("id")
+        .annotate(**JSON_TEXT, created_json=F("created_at"))
+        .values_list(*EXAMPLE_COLUMNS[:-1], "created_json")
+    )
+    validations_of = (
+        Validation.objects.order_by("example_id", "id")
+        .annotate(metadata_json=Cast("metadata", TextField()), created_json=F("created_at"))
+        .values_list(*VALIDATION_COLUMNS[:-1], "created_json")
+    )
+    # Few distinct values (labels, states, versions): encode each once.
     strings: dict = {}
 
     def string(value) -> str:
@@ -203,139 +175,116 @@ def _string_cache() -> Callable[[Any], str]:
                 strings[value] = encoded
         return encoded
 
-    return string
+    last_id = 0
+    while True:
+        rows = list(examples.filter(id__gt=last_id)[:chunk_size])
+        if not rows:
+            return
+        last_id = rows[-1][0]
 
-
-def _chunk_validations(rows, string, worker) -> dict[int, list[str]]:
-    """The chunk's validations as JSON, by example: one query on the example ids
-    (index-backed)."""
-    validations_of = (
-        Validation.objects.order_by("example_id", "id")
-        .annotate(metadata_json=Cast("metadata", TextField()), created_json=F("created_at"))
-        .values_list(*VALIDATION_COLUMNS[:-1], "created_json")
-    )
-    validations: dict[int, list[str]] = {}
-    for (
-        example_id,
-        label,
-        metadata_json,
-        is_owner_verdict,
-        user_id,
-        campaign_worker_id,
-        created_at,
-    ) in _in_ids(validations_of, "example_id", [row[0] for row in rows]):
-        validations.setdefault(example_id, []).append(
-            f'{{"label":{string(label)},"metadata":{metadata_json or "{}"},'
-            f'"owner_verdict":{LITERAL[is_owner_verdict]},'
-            f'"worker":{worker(user_id, campaign_worker_id)},'
-            f'"created_at":{_datetime_json(created_at)}}}'
-        )
-    return validations
-
-
-def _chunk_contexts(rows) -> dict[int, str]:
-    """The chunk's contexts as JSON, by id (one query)."""
-    context_ids = {row[2] for row in rows if row[2] is not None}
-    contexts = {}
-    if context_ids:
-        for context_id, data_json, tag, metadata_json in _in_ids(
-            Context.objects.order_by(), "id", context_ids
-        ).values_list(
-            "id",
-            Cast("data", TextField()),
-            "tag",
-            Cast("metadata", TextField()),
-        ):
-            contexts[context_id] = (
-                f'{{"id":{context_id},"data":{data_json},"tag":{_string(tag)},'
-                f'"metadata":{metadata_json or "{}"}}}'
+        # The chunk's validations: one query on the example ids (index-backed).
+        validations: dict[int, list[str]] = {}
+        for (
+            example_id,
+            label,
+            metadata_json,
+            is_owner_verdict,
+            user_id,
+            campaign_worker_id,
+            created_at,
+        ) in _in_ids(validations_of, "example_id", [row[0] for row in rows]):
+            validations.setdefault(example_id, []).append(
+                f'{{"label":{string(label)},"metadata":{metadata_json or "{}"},'
+                f'"owner_verdict":{LITERAL[is_owner_verdict]},'
+                f'"worker":{worker(user_id, campaign_worker_id)},'
+                f'"created_at":{_datetime_json(created_at)}}}'
             )
-    return contexts
 
+        context_ids = {row[2] for row in rows if row[2] is not None}
+        contexts = {}
+        if context_ids:
+            for context_id, data_json, tag, metadata_json in _in_ids(
+                Context.objects.order_by(), "id", context_ids
+            ).values_list(
+                "id",
+                Cast("data", TextField()),
+                "tag",
+                Cast("metadata", TextField()),
+            ):
+                contexts[context_id] = (
+                    f'{{"id":{context_id},"data":{data_json},"tag":{_string(tag)},'
+                    f'"metadata":{metadata_json or "{}"}}}'
+                )
 
-def _remember_model_names(rows, model_names: dict[int, str]) -> None:
-    """Add the names (as JSON) of the chunk's models not seen yet (one query when any)."""
-    unseen_models = {
-        row[MODEL_ID_COLUMN] for row in rows if row[MODEL_ID_COLUMN] is not None
-    } - model_names.keys()
-    if unseen_models:
-        model_names.update(
-            (model_id, _string(name))
-            for model_id, name in Model.objects.filter(id__in=unseen_models).values_list(
-                "id", "name"
+        unseen_models = {
+            row[MODEL_ID_COLUMN] for row in rows if row[MODEL_ID_COLUMN] is not None
+        } - model_names.keys()
+        if unseen_models:
+            model_names.update(
+                (model_id, _string(name))
+                for model_id, name in Model.objects.filter(id__in=unseen_models).values_list(
+                    "id", "name"
+                )
             )
-        )
 
-
-def _chunk_lines(
-    rows,
-    *,
-    task_json: str,
-    round_numbers: dict,
-    config_versions: dict,
-    contexts: dict,
-    validations: dict,
-    model_names: dict,
-    string,
-    worker,
-) -> Iterator[str]:
-    """Yield the JSON line of each example row of the chunk."""
-    for (
-        example_id,
-        round_id,
-        context_id,
-        config_version_id,
-        user_id,
-        campaign_worker_id,
-        input_json,
-        asked_label,
-        goal_label,
-        status,
-        model_id,
-        model_version,
-        model_output_json,
-        model_latency_ms,
-        model_error_code,
-        model_wrong,
-        verdict_source,
-        metadata_json,
-        retracted,
-        flag_count,
-        validation_state,
-        settled_by_owner,
-        correct_count,
-        incorrect_count,
-        flagged_count,
-        time_spent_ms,
-        created_at,
-    ) in rows:
-        yield (
-            f'{{"id":{example_id},"task":{task_json},'
-            f'"round":{_number(round_numbers.get(round_id))},'
-            f'"config_version":{_number(config_versions.get(config_version_id))},'
-            f'"context":{contexts.get(context_id, "null")},'
-            f'"input":{input_json},"asked_label":{string(asked_label)},'
-            f'"goal_label":{string(goal_label)},'
-            f'"status":{string(status)},'
-            f'"model":{{"id":{_number(model_id)},'
-            f'"name":{model_names.get(model_id, "null")},'
-            f'"version":{string(model_version)},'
-            f'"output":{model_output_json or "null"},'
-            f'"latency_ms":{_number(model_latency_ms)},'
-            f'"error_code":{string(model_error_code)}}},'
-            f'"verdict":{{"model_wrong":{LITERAL[model_wrong]},'
-            f'"source":{string(verdict_source)}}},'
-            f'"metadata":{metadata_json or "{}"},'
-            f'"validation":{{"state":{string(validation_state)},'
-            f'"settled_by_owner":{LITERAL[settled_by_owner]},'
-            f'"correct":{correct_count},"incorrect":{incorrect_count},'
-            f'"flagged":{flagged_count}}},'
-            f'"validations":[{",".join(validations.get(example_id, ()))}],'
-            f'"worker":{worker(user_id, campaign_worker_id)},'
-            f'"retracted":{LITERAL[retracted]},"flag_count":{flag_count},'
-            f'"time_spent_ms":{_number(time_spent_ms)},'
-            f'"created_at":{_datetime_json(created_at)}}}\n'
-        )
+        for (
+            example_id,
+            round_id,
+            context_id,
+            config_version_id,
+            user_id,
+            campaign_worker_id,
+            input_json,
+            asked_label,
+            goal_label,
+            status,
+            model_id,
+            model_version,
+            model_output_json,
+            model_latency_ms,
+            model_error_code,
+            model_wrong,
+            verdict_source,
+            metadata_json,
+            retracted,
+            flag_count,
+            validation_state,
+            settled_by_owner,
+            correct_count,
+            incorrect_count,
+            flagged_count,
+            time_spent_ms,
+            created_at,
+        ) in rows:
+            yield (
+                f'{{"id":{example_id},"task":{task_json},'
+                f'"round":{_number(round_numbers.get(round_id))},'
+                f'"config_version":{_number(config_versions.get(config_version_id))},'
+                f'"context":{contexts.get(context_id, "null")},'
+                f'"input":{input_json},"asked_label":{string(asked_label)},'
+                f'"goal_label":{string(goal_label)},'
+                f'"status":{string(status)},'
+                f'"model":{{"id":{_number(model_id)},'
+                f'"name":{model_names.get(model_id, "null")},'
+                f'"version":{string(model_version)},'
+                f'"output":{model_output_json or "null"},'
+                f'"latency_ms":{_number(model_latency_ms)},'
+                f'"error_code":{string(model_error_code)}}},'
+                f'"verdict":{{"model_wrong":{LITERAL[model_wrong]},'
+                f'"source":{string(verdict_source)}}},'
+                f'"metadata":{metadata_json or "{}"},'
+                f'"validation":{{"state":{string(validation_state)},'
+                f'"settled_by_owner":{LITERAL[settled_by_owner]},'
+                f'"correct":{correct_count},"incorrect":{incorrect_count},'
+                f'"flagged":{flagged_count}}},'
+                f'"validations":[{",".join(validations.get(example_id, ()))}],'
+                f'"worker":{worker(user_id, campaign_worker_id)},'
+                f'"retracted":{LITERAL[retracted]},"flag_count":{flag_count},'
+                f'"time_spent_ms":{_number(time_spent_ms)},'
+                f'"created_at":{_datetime_json(created_at)}}}\n'
+            )
+        if len(rows) < chunk_size:
+            return
 
 
 def batched_lines(lines: Iterator[str], size: int = 256) -> Iterator[str]:

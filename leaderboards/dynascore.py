@@ -274,24 +274,6 @@ def compute_dynascores(
     normalized_weights = {name: float(m.weight) / total_weight for name, m in by_name.items()}
     required = [name for name, m in by_name.items() if name == main_metric or m.weight > 0]
 
-    converted, incomplete = _converted_rows(models, by_name, required)
-    amrs = _amrs_of_rows(converted, by_name, main_metric, epsilon)
-    non_contributing = tuple(name for name, value in amrs.items() if value == 0)
-    ranking = _ranking(converted, incomplete, by_name, amrs, normalized_weights)
-
-    return DynascoreResult(
-        dynascores=MappingProxyType({score.model: score.dynascore for score in ranking}),
-        amrs=MappingProxyType(amrs),
-        normalized_weights=MappingProxyType(normalized_weights),
-        ranking=tuple(ranking),
-        incomplete=MappingProxyType(incomplete),
-        non_contributing_metrics=non_contributing,
-    )
-
-
-def _converted_rows(models, by_name, required):
-    """Each complete model's converted values, and each incomplete model's missing metrics
-    (models in name order)."""
     converted: dict[str, dict[str, float]] = {}
     incomplete: dict[str, tuple[str, ...]] = {}
     for model in sorted(models):
@@ -307,11 +289,7 @@ def _converted_rows(models, by_name, required):
             incomplete[model] = missing
         else:
             converted[model] = row
-    return converted, incomplete
 
-
-def _amrs_of_rows(converted, by_name, main_metric: str, epsilon: float) -> dict[str, float]:
-    """Each metric's AMRS against the main one over the complete models (1 for the main)."""
     amrs: dict[str, float] = {}
     for name in by_name:
         if name == main_metric:
@@ -320,11 +298,8 @@ def _amrs_of_rows(converted, by_name, main_metric: str, epsilon: float) -> dict[
         # Sorted by value alone: tied models are pooled, so their order cannot matter.
         pairs = sorted((row[main_metric], row[name]) for row in converted.values() if name in row)
         amrs[name] = average_metric_ratio_scaling(pairs, epsilon=epsilon)
-    return amrs
+    non_contributing = tuple(name for name, value in amrs.items() if value == 0)
 
-
-def _ranking(converted, incomplete, by_name, amrs, normalized_weights) -> list[ModelScore]:
-    """The complete models by Dynascore (equal scores share a rank), then the incomplete."""
     complete_scores: list[ModelScore] = []
     for model, row in converted.items():
         contributions = {
@@ -342,6 +317,7 @@ def _ranking(converted, incomplete, by_name, amrs, normalized_weights) -> list[M
             )
         )
     complete_scores.sort(key=lambda score: (-score.dynascore, score.model))  # type: ignore[operator]
+
     ranking: list[ModelScore] = []
     for position, score in enumerate(complete_scores, start=1):
         tied = ranking and ranking[-1].dynascore == score.dynascore
@@ -351,7 +327,15 @@ def _ranking(converted, incomplete, by_name, amrs, normalized_weights) -> list[M
         )
     for model, missing in incomplete.items():
         ranking.append(ModelScore(model=model, dynascore=None, rank=None, missing_metrics=missing))
-    return ranking
+
+    return DynascoreResult(
+        dynascores=MappingProxyType({score.model: score.dynascore for score in ranking}),
+        amrs=MappingProxyType(amrs),
+        normalized_weights=MappingProxyType(normalized_weights),
+        ranking=tuple(ranking),
+        incomplete=MappingProxyType(incomplete),
+        non_contributing_metrics=non_contributing,
+    )
 
 
 def _checked_dataset_weights(dataset_weights: Mapping[str, float]) -> dict[str, float]:
@@ -581,7 +565,14 @@ def compute_dynascore_arrays(
     models = tuple(models)
     values = np.asarray(values, dtype=float).reshape(len(models), len(names))
     by_name_order = sorted(range(len(models)), key=models.__getitem__)
-    _refuse_infinite(values, models, names, by_name_order)
+    if np.isinf(values).any():
+        for index in by_name_order:
+            for column, name in enumerate(names):
+                value = values[index, column]
+                if math.isinf(value):
+                    _finite_number(
+                        float(value), BAD_VALUE, f"model {models[index]!r}, metric {name!r}"
+                    )
     name_rank = np.empty(len(models), dtype=np.int64)
     name_rank[by_name_order] = np.arange(len(models))
 
@@ -594,7 +585,20 @@ def compute_dynascore_arrays(
         if name == main_metric or metric.weight > 0
     ]
 
-    converted = _converted(values, by_name)
+    converted = values.copy()
+    for column, metric in enumerate(by_name.values()):
+        if metric.resolution and metric.relative_resolution:
+            # One scalar call per value, as in the reference (its logarithms): the same floats.
+            converted[:, column] = [
+                _quantize(metric, value) for value in values[:, column].tolist()
+            ]
+        elif metric.resolution:
+            # ``round`` halves to even like Python's, and int * step rounds as float * step;
+            # + 0.0 turns numpy's -0.0 into the 0.0 that Python's int 0 gives.
+            step = float(metric.resolution)
+            converted[:, column] = np.round(values[:, column] / step) * step + 0.0
+        if str(metric.direction) != HIGHER:
+            converted[:, column] = float(metric.offset) - converted[:, column]
     absent = np.isnan(converted)
     incomplete_rows = absent[:, required].any(axis=1)
     missing = {
@@ -602,10 +606,41 @@ def compute_dynascore_arrays(
         for index in np.flatnonzero(incomplete_rows).tolist()
     }
     complete = np.flatnonzero(~incomplete_rows)
-    amrs = _amrs_by_metric(converted, absent, complete, name_rank, names, main, epsilon)
+
+    # Complete models by the converted main metric; ties are pooled into levels.
+    ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
+    perf = converted[ordered, main]
+    amrs: dict[str, float] = {}
+    for column, name in enumerate(names):
+        if column == main:
+            amrs[name] = 1.0
+            continue
+        usable = ~absent[ordered, column]
+        amrs[name] = _amrs_of_sorted(perf[usable], converted[ordered, column][usable], epsilon)
     non_contributing = tuple(name for name, value in amrs.items() if value == 0)
-    contributions, dynascores = _dynascores(converted, complete, names, amrs, normalized_weights)
-    ranked, ranks = _ranks(complete, name_rank, dynascores)
+
+    contributing = np.array([amrs[name] > 0 for name in names], dtype=bool)
+    weight_row = np.array([normalized_weights[name] for name in names], dtype=float)
+    amrs_row = np.array([amrs[name] if amrs[name] > 0 else 1.0 for name in names], dtype=float)
+    contributions = np.full(values.shape, np.nan)
+    dynascores = np.full(len(models), np.nan)
+    if complete.size:
+        parts = weight_row * converted[complete] / amrs_row
+        parts[:, ~contributing] = np.nan
+        contributions[complete] = parts
+        # -0.0 is the neutral element of addition: absent parts leave every fsum as it was.
+        terms = np.where(np.isnan(parts), -0.0, parts).tolist()
+        dynascores[complete] = [math.fsum(row) for row in terms]
+
+    # Ranking: complete models by Dynascore (desc, ties by name), equal scores share a rank.
+    ranked = complete[np.lexsort((name_rank[complete], -dynascores[complete]))]
+    ranks = np.zeros(len(models), dtype=np.int64)
+    if ranked.size:
+        scores = dynascores[ranked]
+        new_score = np.ones(ranked.size, dtype=bool)
+        new_score[1:] = scores[1:] != scores[:-1]
+        positions = np.arange(1, ranked.size + 1)
+        ranks[ranked] = np.maximum.accumulate(np.where(new_score, positions, 0))
     incomplete_order = np.array(
         [index for index in by_name_order if index in missing], dtype=np.int64
     )
@@ -622,82 +657,6 @@ def compute_dynascore_arrays(
         normalized_weights=MappingProxyType(normalized_weights),
         non_contributing_metrics=non_contributing,
     )
-
-
-def _refuse_infinite(values: np.ndarray, models, names, by_name_order) -> None:
-    """Raise ``BAD_VALUE`` for the first infinite value, models in name order (the reference's)."""
-    if not np.isinf(values).any():
-        return
-    for index in by_name_order:
-        for column, name in enumerate(names):
-            value = values[index, column]
-            if math.isinf(value):
-                _finite_number(float(value), BAD_VALUE, f"model {models[index]!r}, metric {name!r}")
-
-
-def _converted(values: np.ndarray, by_name) -> np.ndarray:
-    """The values quantized to each metric's resolution and turned so that higher is better."""
-    converted = values.copy()
-    for column, metric in enumerate(by_name.values()):
-        if metric.resolution and metric.relative_resolution:
-            # One scalar call per value, as in the reference (its logarithms): the same floats.
-            converted[:, column] = [
-                _quantize(metric, value) for value in values[:, column].tolist()
-            ]
-        elif metric.resolution:
-            # ``round`` halves to even like Python's, and int * step rounds as float * step;
-            # + 0.0 turns numpy's -0.0 into the 0.0 that Python's int 0 gives.
-            step = float(metric.resolution)
-            converted[:, column] = np.round(values[:, column] / step) * step + 0.0
-        if str(metric.direction) != HIGHER:
-            converted[:, column] = float(metric.offset) - converted[:, column]
-    return converted
-
-
-def _amrs_by_metric(converted, absent, complete, name_rank, names, main, epsilon):
-    """Each metric's AMRS against the main one, over the complete models (1 for the main)."""
-    # Complete models by the converted main metric; ties are pooled into levels.
-    ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
-    perf = converted[ordered, main]
-    amrs: dict[str, float] = {}
-    for column, name in enumerate(names):
-        if column == main:
-            amrs[name] = 1.0
-            continue
-        usable = ~absent[ordered, column]
-        amrs[name] = _amrs_of_sorted(perf[usable], converted[ordered, column][usable], epsilon)
-    return amrs
-
-
-def _dynascores(converted, complete, names, amrs, normalized_weights):
-    """Each complete model's contributions (models x metrics) and Dynascore (NaN elsewhere)."""
-    contributing = np.array([amrs[name] > 0 for name in names], dtype=bool)
-    weight_row = np.array([normalized_weights[name] for name in names], dtype=float)
-    amrs_row = np.array([amrs[name] if amrs[name] > 0 else 1.0 for name in names], dtype=float)
-    contributions = np.full(converted.shape, np.nan)
-    dynascores = np.full(converted.shape[0], np.nan)
-    if complete.size:
-        parts = weight_row * converted[complete] / amrs_row
-        parts[:, ~contributing] = np.nan
-        contributions[complete] = parts
-        # -0.0 is the neutral element of addition: absent parts leave every fsum as it was.
-        terms = np.where(np.isnan(parts), -0.0, parts).tolist()
-        dynascores[complete] = [math.fsum(row) for row in terms]
-    return contributions, dynascores
-
-
-def _ranks(complete, name_rank, dynascores):
-    """The complete models by Dynascore (desc, ties by name) and every model's rank (equal
-    scores share one; 0 for an incomplete model)."""
-    ranked = complete[np.lexsort((name_rank[complete], -dynascores[complete]))]
-    ranks = np.zeros(len(dynascores), dtype=np.int64)
-    if ranked.size:
-        scores = dynascores[ranked]
-        new_score = np.ones(ranked.size, dtype=bool)
-        new_score[1:] = scores[1:] != scores[:-1]
-        positions = np.arange(1, ranked.size + 1)
-        ranks[ranked] = np.maximum.accumulate(np.where(new_score, positions, 0))
-    return ranked, ranks
 
 
 def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> float:

@@ -464,10 +464,30 @@ def request_json(
     secrets = tuple(secret for secret in (token, *extra_secrets) if secret)
     policy.check_url_static(url)
 
+    headers = {"Accept": "application/json"}
+    data: bytes | None = None
+    if json_body is not None:
+        data = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode()
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     session = session_for(policy)
-    prepared = _prepared_request(session, method, url, json_body, token)
+    try:
+        prepared = session.prepare_request(
+            requests.Request(method, url, headers=headers, data=data)
+        )
+    except (requests.RequestException, ValueError):
+        # requests' message quotes the header value, which holds the token: say less.
+        raise ModelConfigurationError("the model URL or token cannot be used in a request")
+
+    if retry.total_deadline_seconds is not None:
+        budget = retry.total_deadline_seconds
+    else:
+        budget = retry.max_attempts * (connect_timeout + read_timeout) + sum(
+            retry.backoff_max_seconds for _ in range(retry.max_attempts - 1)
+        )
     started = time.monotonic()
-    deadline = started + _call_budget(retry, connect_timeout, read_timeout)
+    deadline = started + budget
     if retry.deadline_at is not None:
         deadline = min(deadline, retry.deadline_at)
     for attempt in range(1, retry.max_attempts + 1):
@@ -514,30 +534,3 @@ def request_json(
             attempts=attempt,
         )
     raise AssertionError("unreachable: the loop returns or raises")
-
-
-def _prepared_request(session, method: str, url: str, json_body: Any, token: str | None):
-    """The request with its JSON body and the bearer token; a URL or token requests cannot
-    use is a ``ModelConfigurationError`` that quotes neither."""
-    headers = {"Accept": "application/json"}
-    data: bytes | None = None
-    if json_body is not None:
-        data = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode()
-        headers["Content-Type"] = "application/json"
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        return session.prepare_request(requests.Request(method, url, headers=headers, data=data))
-    except (requests.RequestException, ValueError):
-        # requests' message quotes the header value, which holds the token: say less.
-        raise ModelConfigurationError("the model URL or token cannot be used in a request")
-
-
-def _call_budget(retry: RetryPolicy, connect_timeout: float, read_timeout: float) -> float:
-    """Seconds all the attempts of one call may take: the policy's total deadline, else
-    every attempt's timeouts and the backoffs between them."""
-    if retry.total_deadline_seconds is not None:
-        return retry.total_deadline_seconds
-    return retry.max_attempts * (connect_timeout + read_timeout) + sum(
-        retry.backoff_max_seconds for _ in range(retry.max_attempts - 1)
-    )

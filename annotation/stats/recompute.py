@@ -54,14 +54,8 @@ def _recompute(task: Task) -> dict:
     round_ids = list(Round.objects.filter(task=task).values_list("id", flat=True))
     list(RoundStats.objects.select_for_update().filter(round_id__in=round_ids))
     aggregates = _example_aggregates()
-    rounds = _rounds_recount(task, round_ids, aggregates)
-    workers = _workers_recount(task, aggregates)
-    contexts = _contexts_recount(task)
-    return {"rounds": rounds, "workers": workers, "contexts": contexts}
 
-
-def _rounds_recount(task: Task, round_ids: list[int], aggregates: dict) -> int:
-    """Rewrite every round's ``RoundStats`` from its examples; return how many rows."""
+    # Rounds.
     by_round = {
         row["round_id"]: row
         for row in Example.objects.filter(task=task)
@@ -77,12 +71,8 @@ def _rounds_recount(task: Task, round_ids: list[int], aggregates: dict) -> int:
         )
     RoundStats.objects.filter(round_id__in=round_ids).delete()
     RoundStats.objects.bulk_create(round_rows)
-    return len(round_rows)
 
-
-def _workers_recount(task: Task, aggregates: dict) -> int:
-    """Rewrite the task's ``WorkerStats``: examples, then validations, merged per (round,
-    user | campaign worker); return how many rows."""
+    # Workers: examples, then validations, merged per (round, user | campaign worker).
     workers: dict[tuple, dict] = defaultdict(lambda: dict.fromkeys(WORKER_FIELDS, 0))
     example_rows = (
         Example.objects.filter(task=task)
@@ -123,11 +113,7 @@ def _workers_recount(task: Task, aggregates: dict) -> int:
         ],
         batch_size=1000,
     )
-    return len(workers)
 
-
-def _contexts_recount(task: Task) -> int:
-    """Write the recounted fields of every context whose counts changed; return how many."""
     # Contexts: one UPDATE with correlated subqueries would lock many rows for long; the
     # counts per context are grouped once and written per changed context.
     context_counts = {
@@ -153,7 +139,7 @@ def _contexts_recount(task: Task) -> int:
                 setattr(context, field, value)
             changed.append(context)
     Context.objects.bulk_update(changed, RECOUNTED_CONTEXT_FIELDS, batch_size=1000)
-    return len(changed)
+    return {"rounds": len(round_rows), "workers": len(workers), "contexts": len(changed)}
 
 
 def _worker_key(row: dict) -> tuple:

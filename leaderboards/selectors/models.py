@@ -9,7 +9,6 @@ anyone but the task's owners.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,30 +164,6 @@ def model_example_browser(
 
     predictions = _latest_predictions(model.pk, dataset)
     compared = _latest_predictions(compare_model.pk, dataset) if compare_model else {}
-    correct = _correctness_rule(config)
-    examples = _browsed_examples(dataset, predictions, compared, correct, wrong_only)
-    total = len(examples)
-    page_number, page_count = _page_of(page, total)
-    start = (page_number - 1) * BROWSER_PAGE_SIZE
-    message = "" if predictions else "This model has no predictions on this dataset yet."
-    return ExampleBrowser(
-        dataset=dataset,
-        datasets=datasets,
-        compare_model=compare_model,
-        compare_choices=compare_choices,
-        examples=examples[start : start + BROWSER_PAGE_SIZE],
-        wrong_only=wrong_only,
-        page=page_number,
-        page_count=page_count,
-        total=total,
-        message=message,
-        all_datasets=all_datasets,
-    )
-
-
-def _correctness_rule(config) -> Callable[[Any, Any], bool | None]:
-    """Return ``correct(output, gold)``: False without an output, True when the main perf
-    metric scores it 100, None when the metric cannot tell."""
     perf = config.main_perf_metric
     try:
         metric = get_metric(perf.type)
@@ -208,16 +183,9 @@ def _correctness_rule(config) -> Callable[[Any, Any], bool | None]:
             return None
         return float(score) >= 100.0
 
-    return correct
-
-
-def _browsed_examples(
-    dataset: Dataset, predictions: dict, compared: dict, correct, wrong_only: bool
-) -> list[BrowsedExample]:
-    """The dataset's predicted examples in order, each with its verdicts (only the wrong ones
-    with ``wrong_only``)."""
     examples = []
-    for example_id, uid, inputs, gold, tags in _dataset_example_rows(dataset):
+    rows = _dataset_example_rows(dataset)
+    for example_id, uid, inputs, gold, tags in rows:
         if example_id not in predictions:
             continue
         output = predictions[example_id]
@@ -237,18 +205,27 @@ def _browsed_examples(
                 tags=tuple(tags or ()),
             )
         )
-    return examples
-
-
-def _page_of(page: Any, total: int) -> tuple[int, int]:
-    """Return the page number asked for (1 when it is not a number, within the pages) and
-    the number of pages."""
+    total = len(examples)
     page_count = max(1, -(-total // BROWSER_PAGE_SIZE))
     try:
         page_number = min(max(1, int(str(page))), page_count)
     except ValueError:
         page_number = 1
-    return page_number, page_count
+    start = (page_number - 1) * BROWSER_PAGE_SIZE
+    message = "" if predictions else "This model has no predictions on this dataset yet."
+    return ExampleBrowser(
+        dataset=dataset,
+        datasets=datasets,
+        compare_model=compare_model,
+        compare_choices=compare_choices,
+        examples=examples[start : start + BROWSER_PAGE_SIZE],
+        wrong_only=wrong_only,
+        page=page_number,
+        page_count=page_count,
+        total=total,
+        message=message,
+        all_datasets=all_datasets,
+    )
 
 
 def _dataset_example_rows(dataset: Dataset) -> list[tuple]:

@@ -117,144 +117,86 @@ def dataset_import(
     """
     _require_task_owner(user, task)
     config = config_or_raise(task)
-    slug = _import_slug(slug, name, access_type)
-    original = _resolve_original(task, perturbation_of)
-    perturbation_kind = _import_perturbation_kind(original, perturbation_kind)
-    round_ = _import_round(task, round_number)
-    fmt = detect_format(filename, fmt)
-    if original is not None and original.access_type == AccessType.HIDDEN:
-        access_type = AccessType.HIDDEN
-    fields = {
-        "name": name,
-        "access_type": access_type,
-        "round": round_,
-        "description": description,
-        "source_url": source_url,
-        "config_version_id": task.current_config_id,
-        "perturbation_of": original,
-        "perturbation_kind": perturbation_kind,
-        "generated": False,
-        "perturbation_seed": "",
-    }
-    if weight is not None:
-        fields["weight"] = weight
-
-    errors = UploadProblems()
-    with transaction.atomic():
-        dataset, replacing = _dataset_for_import(task, slug, original, user)
-        dataset.inputs_to_others = _inputs_to_others(
-            dataset if replacing else None, access_type, inputs_to_others
-        )
-        for field, value in fields.items():
-            setattr(dataset, field, value)
-        dataset.save()
-        count = _replace_examples(dataset, config, stream, fmt, errors, original, replacing)
-        if errors:
-            transaction.set_rollback(True)
-        else:
-            _import_finish(dataset, config, count, original, replacing, evaluate, user)
-    if errors:
-        raise upload_error(errors, "upload")
-    logger.info("dataset %s imported into %s: %s rows", slug, task.code, count)
-    return dataset
-
-
-def _import_slug(slug: str, name: str, access_type: str) -> str:
-    """Return the dataset's slug (from its name when not given); refuse a bad access type."""
     slug = slug or slugify(name)[:100]
     if not slug:
         raise ServiceError("the dataset needs a slug", code="dataset.slug_required")
     if access_type not in AccessType.values:
         raise ServiceError(f"unknown access type {access_type!r}", code="dataset.access_type")
-    return slug
-
-
-def _import_perturbation_kind(original: Dataset | None, kind: str) -> str:
-    """Return the kind of a perturbed copy (required), or "" for an original dataset."""
-    if original is None:
-        return ""
-    if kind not in PERTURBATION_KINDS:
+    original = _resolve_original(task, perturbation_of)
+    if original is not None and perturbation_kind not in PERTURBATION_KINDS:
         raise ServiceError(
             "a perturbed copy needs a kind: fairness or robustness", code="dataset.kind_required"
         )
-    return kind
-
-
-def _import_round(task: Task, round_number: int | None):
-    """Return the task's round ``round_number`` (None when not given); refuse an unknown one."""
-    if round_number is None:
-        return None
-    round_ = task.rounds.filter(number=round_number).first()
-    if round_ is None:
-        raise ServiceError(
-            f"round {round_number} does not exist for task {task.code}", code="round.missing"
-        )
-    return round_
-
-
-def _dataset_for_import(task: Task, slug: str, original: Dataset | None, user):
-    """Return the dataset ``slug`` of ``task``, locked, or a new one, and whether it exists.
-
-    An existing dataset is replaced only by a file of the same kind (original or copy)."""
-    dataset = Dataset.objects.select_for_update().filter(task=task, slug=slug).first()
-    if dataset is None:
-        dataset = Dataset(task=task, slug=slug)
-        if user is not None:
-            dataset.created_by = user
-        return dataset, False
-    if (dataset.perturbation_of_id or None) != (original.pk if original else None):
-        raise ServiceError(
-            f"dataset {slug!r} exists and is "
-            + ("a perturbed copy" if dataset.perturbation_of_id else "an original dataset"),
-            code="dataset.slug_taken",
-        )
-    return dataset, True
-
-
-def _replace_examples(
-    dataset: Dataset,
-    config: TaskConfig,
-    stream: IO,
-    fmt: str,
-    errors: UploadProblems,
-    original: Dataset | None,
-    replacing: bool,
-) -> int:
-    """Write the file's examples in place of the dataset's; return how many (problems go to
-    ``errors``, a file without records among them)."""
-    if replacing:
-        # Predictions of the old rows go with them; scores are rebuilt by the new runs.
-        dataset.examples.all().delete()
-    original_uids = (
-        set(original.examples.values_list("uid", flat=True)) if original is not None else None
-    )
-    records = capped_records(iter_records(stream, fmt), upload_max_rows())
-    perturbed = original is not None
-    count = _write_examples(dataset, config, records, fmt, errors, perturbed, original_uids)
-    if not errors and count == 0:
-        errors.append(no_records_error())
-    return count
-
-
-def _import_finish(
-    dataset: Dataset,
-    config: TaskConfig,
-    count: int,
-    original: Dataset | None,
-    replacing: bool,
-    evaluate: bool,
-    user,
-) -> None:
-    """Record the row count, bring the perturbed copies along and queue the evaluations."""
-    dataset.row_count = count
-    dataset.save(update_fields=["row_count", "updated_at"])
     if original is None:
-        dataset_copies_follow(dataset)
-    if replacing and original is None:
-        for copy in dataset.perturbations.filter(generated=True):
-            _regenerate(copy, config)
-    if evaluate:
-        evaluation_runs_for_dataset(dataset, trigger=RunTrigger.DATASET_ADDED, user=user)
+        perturbation_kind = ""
+    round_ = None
+    if round_number is not None:
+        round_ = task.rounds.filter(number=round_number).first()
+        if round_ is None:
+            raise ServiceError(
+                f"round {round_number} does not exist for task {task.code}", code="round.missing"
+            )
+    fmt = detect_format(filename, fmt)
+    perturbed = original is not None
+
+    errors = UploadProblems()
+    with transaction.atomic():
+        dataset = Dataset.objects.select_for_update().filter(task=task, slug=slug).first()
+        replacing = dataset is not None
+        if dataset is None:
+            dataset = Dataset(task=task, slug=slug)
+        elif (dataset.perturbation_of_id or None) != (original.pk if original else None):
+            raise ServiceError(
+                f"dataset {slug!r} exists and is "
+                + ("a perturbed copy" if dataset.perturbation_of_id else "an original dataset"),
+                code="dataset.slug_taken",
+            )
+        if original is not None and original.access_type == AccessType.HIDDEN:
+            access_type = AccessType.HIDDEN
+        dataset.inputs_to_others = _inputs_to_others(
+            dataset if replacing else None, access_type, inputs_to_others
+        )
+        dataset.name = name
+        dataset.access_type = access_type
+        dataset.round = round_
+        dataset.description = description
+        dataset.source_url = source_url
+        if weight is not None:
+            dataset.weight = weight
+        dataset.config_version_id = task.current_config_id
+        dataset.perturbation_of = original
+        dataset.perturbation_kind = perturbation_kind
+        dataset.generated = False
+        dataset.perturbation_seed = ""
+        if user is not None and not replacing:
+            dataset.created_by = user
+        dataset.save()
+        if replacing:
+            # Predictions of the old rows go with them; scores are rebuilt by the new runs.
+            dataset.examples.all().delete()
+        original_uids = (
+            set(original.examples.values_list("uid", flat=True)) if original is not None else None
+        )
+        records = capped_records(iter_records(stream, fmt), upload_max_rows())
+        count = _write_examples(dataset, config, records, fmt, errors, perturbed, original_uids)
+        if not errors and count == 0:
+            errors.append(no_records_error())
+        if errors:
+            transaction.set_rollback(True)
+        else:
+            dataset.row_count = count
+            dataset.save(update_fields=["row_count", "updated_at"])
+            if original is None:
+                dataset_copies_follow(dataset)
+            if replacing and original is None:
+                for copy in dataset.perturbations.filter(generated=True):
+                    _regenerate(copy, config)
+            if evaluate:
+                evaluation_runs_for_dataset(dataset, trigger=RunTrigger.DATASET_ADDED, user=user)
+    if errors:
+        raise upload_error(errors, "upload")
+    logger.info("dataset %s imported into %s: %s rows", slug, task.code, count)
+    return dataset
 
 
 def _inputs_to_others(existing: Dataset | None, access_type: str, choice: bool | None) -> bool:

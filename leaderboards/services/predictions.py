@@ -26,7 +26,6 @@ from leaderboards.services.uploads import (
 )
 from models_hub.models import Model
 from models_hub.selectors import model_can_edit
-from tasks.config.types import TaskConfig
 from tasks.config.values import check_prediction_row
 
 PREDICTION_BATCH_SIZE = 2000
@@ -83,20 +82,68 @@ def predictions_import(
         raise PermissionDenied("only the model's owner or the task's owners can upload for it")
     config = config_or_raise(dataset.task)
     fmt = detect_format(filename, fmt)
+    output_names = config.output_names
+    known = set(output_names) | {"uid"}
     errors = UploadProblems()
     with transaction.atomic():
         run_budget_charge(user, dataset)
         example_ids = dict(dataset.examples.values_list("uid", "pk"))
-        run = _upload_run_create(model, dataset, user, len(example_ids))
-        count, seen, pending = _write_predictions(run, config, stream, fmt, errors, example_ids)
+        run = EvaluationRun.objects.create(
+            model=model,
+            dataset=dataset,
+            config_version_id=dataset.task.current_config_id,
+            trigger=RunTrigger.PREDICTIONS_UPLOAD,
+            status=RunStatus.RUNNING,
+            total=len(example_ids),
+            shard_size=max(1, len(example_ids)),
+            requested_by=user,
+            started_at=timezone.now(),
+        )
+        seen: set[str] = set()
+        batch: list[Prediction] = []
+        count = 0
+        for line, record in iter_records(stream, fmt):
+            if isinstance(record, UploadLineError):
+                errors.append(record)
+            else:
+                row = normalise_csv_row(config, record) if fmt == "csv" else record
+                problems = row_problems(
+                    line, row, known, "an output field", check_prediction_row(config, row)
+                )
+                uid = str(row.get("uid", ""))
+                if uid and uid not in example_ids:
+                    problems.append(
+                        UploadLineError(
+                            line, "upload.E023", f"uid {uid[:60]!r} is not in the dataset", "uid"
+                        )
+                    )
+                elif uid in seen:
+                    problems.append(
+                        UploadLineError(line, "upload.E020", f"uid {uid[:60]!r} is repeated", "uid")
+                    )
+                seen.add(uid)
+                if problems:
+                    errors.extend(problems)
+                elif not errors:
+                    batch.append(
+                        Prediction(
+                            run=run,
+                            example_id=example_ids[uid],
+                            output={name: row[name] for name in output_names if name in row},
+                        )
+                    )
+                    count += 1
+            if len(batch) >= PREDICTION_BATCH_SIZE:
+                Prediction.objects.bulk_create(batch)
+                batch = []
         if not errors and count == 0:
             errors.append(no_records_error())
         missing = [] if errors or partial else [uid for uid in example_ids if uid not in seen]
         if errors or missing:
             transaction.set_rollback(True)
         else:
-            if pending:
-                Prediction.objects.bulk_create(pending)
+            if batch:
+                Prediction.objects.bulk_create(batch)
             run.done = count
             run.failed_count = len(example_ids) - count
             run.status = RunStatus.FINALIZING
@@ -108,67 +155,3 @@ def predictions_import(
     run_finalize(run.pk)
     run.refresh_from_db()
     return run
-
-
-def _upload_run_create(model: Model, dataset: Dataset, user, total: int) -> EvaluationRun:
-    """Create the running evaluation run of an uploaded predictions file."""
-    return EvaluationRun.objects.create(
-        model=model,
-        dataset=dataset,
-        config_version_id=dataset.task.current_config_id,
-        trigger=RunTrigger.PREDICTIONS_UPLOAD,
-        status=RunStatus.RUNNING,
-        total=total,
-        shard_size=max(1, total),
-        requested_by=user,
-        started_at=timezone.now(),
-    )
-
-
-def _uid_problems(line: int, uid: str, example_ids: dict, seen: set[str]) -> list:
-    """The line's uid problems: not an example of the dataset (E023), or repeated (E020)."""
-    if uid and uid not in example_ids:
-        message = f"uid {uid[:60]!r} is not in the dataset"
-        return [UploadLineError(line, "upload.E023", message, "uid")]
-    if uid in seen:
-        return [UploadLineError(line, "upload.E020", f"uid {uid[:60]!r} is repeated", "uid")]
-    return []
-
-
-def _write_predictions(
-    run: EvaluationRun,
-    config: TaskConfig,
-    stream: IO,
-    fmt: str,
-    errors: UploadProblems,
-    example_ids: dict,
-) -> tuple[int, set[str], list[Prediction]]:
-    """Store the file's predictions for ``run`` in batches, until a line has a problem (then
-    only collect the problems in ``errors``); return how many, the uids seen and the last
-    batch, not stored yet (the caller stores it once the file is accepted)."""
-    output_names = config.output_names
-    known = set(output_names) | {"uid"}
-    seen: set[str] = set()
-    batch: list[Prediction] = []
-    count = 0
-    for line, record in iter_records(stream, fmt):
-        if isinstance(record, UploadLineError):
-            errors.append(record)
-        else:
-            row = normalise_csv_row(config, record) if fmt == "csv" else record
-            problems = row_problems(
-                line, row, known, "an output field", check_prediction_row(config, row)
-            )
-            uid = str(row.get("uid", ""))
-            problems += _uid_problems(line, uid, example_ids, seen)
-            seen.add(uid)
-            if problems:
-                errors.extend(problems)
-            elif not errors:
-                output = {name: row[name] for name in output_names if name in row}
-                batch.append(Prediction(run=run, example_id=example_ids[uid], output=output))
-                count += 1
-        if len(batch) >= PREDICTION_BATCH_SIZE:
-            Prediction.objects.bulk_create(batch)
-            batch = []
-    return count, seen, batch

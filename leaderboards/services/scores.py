@@ -227,13 +227,46 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
     config = dataset.task.config
     main = config.main_perf_metric
     names = tuple(dict.fromkeys(perf.reference_name for perf in config.perf_metrics))
-    delta_runs = _delta_runs(model_id, dataset, config)
+    delta_runs = {}
+    for kind in config.delta_metrics:
+        copy = dataset.perturbations.filter(perturbation_kind=kind).first()
+        copy_run = _latest_done_run(model_id, copy.pk) if copy is not None else None
+        if copy_run is not None:
+            delta_runs[kind] = copy_run
     data = _load_run(run, names)
     if not data.count:
         return None
-    metrics, per_tag, ci, main_resamples = _perf_scores(
-        config, data, seed=bootstrap_seed(dataset_id)
-    )
+    metrics: dict[str, float | None] = {}
+    per_tag: dict[str, dict[str, float]] = {}
+    ci: tuple[float | None, float | None] = (None, None)
+    main_resamples: bytes | None = None
+    tag_masks = data.tag_masks() if data.tag_sets else {}
+    for perf in config.perf_metrics:
+        metric = get_metric(perf.type)
+        column = data.columns[perf.reference_name]
+        try:
+            statistics = pair_statistics(metric, column, perf.options)
+        except MetricUnsupported:
+            # e.g. sp_bleu without a SentencePiece model: reported as not available.
+            metrics[perf.name] = None
+            continue
+        codes = column.code_array()
+        value = metric.score_from_statistics(summed(codes, statistics), perf.options)
+        metrics[perf.name] = round(float(value), 4)
+        for tag, mask in tag_masks.items():
+            count = int(mask.sum())
+            if not count:
+                continue
+            tag_value = metric.score_from_statistics(summed(codes[mask], statistics), perf.options)
+            entry = per_tag.setdefault(tag, {"count": count})
+            entry[perf.name] = round(float(tag_value), 4)
+        if perf is main:
+            resamples = bootstrap_resamples(
+                metric, codes, statistics, perf.options, seed=bootstrap_seed(dataset_id)
+            )
+            low, high = bootstrap_interval(resamples)
+            ci = (round(low, 4), round(high, 4))
+            main_resamples = resamples_encode(resamples)
     for kind in config.delta_metrics:
         copy_run = delta_runs.get(kind)
         metrics[kind] = _delta(copy_run, run, main) if copy_run is not None else None
@@ -262,53 +295,6 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
         },
     )
     return score
-
-
-def _delta_runs(model_id: int, dataset: Dataset, config) -> dict[str, EvaluationRun]:
-    """The latest done run of the model on each perturbed copy the config's delta metrics need."""
-    delta_runs = {}
-    for kind in config.delta_metrics:
-        copy = dataset.perturbations.filter(perturbation_kind=kind).first()
-        copy_run = _latest_done_run(model_id, copy.pk) if copy is not None else None
-        if copy_run is not None:
-            delta_runs[kind] = copy_run
-    return delta_runs
-
-
-def _perf_scores(config, data, *, seed):
-    """Each perf metric's value over the run's predictions and per tag, and the main metric's
-    bootstrap interval and resamples: ``(metrics, per_tag, (low, high), resamples)``."""
-    metrics: dict[str, float | None] = {}
-    per_tag: dict[str, dict[str, float]] = {}
-    ci: tuple[float | None, float | None] = (None, None)
-    main_resamples: bytes | None = None
-    main = config.main_perf_metric
-    tag_masks = data.tag_masks() if data.tag_sets else {}
-    for perf in config.perf_metrics:
-        metric = get_metric(perf.type)
-        column = data.columns[perf.reference_name]
-        try:
-            statistics = pair_statistics(metric, column, perf.options)
-        except MetricUnsupported:
-            # e.g. sp_bleu without a SentencePiece model: reported as not available.
-            metrics[perf.name] = None
-            continue
-        codes = column.code_array()
-        value = metric.score_from_statistics(summed(codes, statistics), perf.options)
-        metrics[perf.name] = round(float(value), 4)
-        for tag, mask in tag_masks.items():
-            count = int(mask.sum())
-            if not count:
-                continue
-            tag_value = metric.score_from_statistics(summed(codes[mask], statistics), perf.options)
-            entry = per_tag.setdefault(tag, {"count": count})
-            entry[perf.name] = round(float(tag_value), 4)
-        if perf is main:
-            resamples = bootstrap_resamples(metric, codes, statistics, perf.options, seed=seed)
-            low, high = bootstrap_interval(resamples)
-            ci = (round(low, 4), round(high, 4))
-            main_resamples = resamples_encode(resamples)
-    return metrics, per_tag, ci, main_resamples
 
 
 def _delta(copy_run: EvaluationRun, run: EvaluationRun, main) -> float | None:

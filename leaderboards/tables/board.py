@@ -103,10 +103,32 @@ class Board:
         model_by_key = {f"{model.model_id:012d}": model for model in models}
         keys = sorted(model_by_key)
         listed = [model_by_key[key] for key in keys]
-        slugs, slug_position = _dataset_slugs(datasets, scores)
+        model_position = {model.model_id: index for index, model in enumerate(listed)}
+        slugs = list(dict.fromkeys([dataset.slug for dataset in datasets]))
+        slug_position = {slug: index for index, slug in enumerate(slugs)}
+        for slug in dict.fromkeys(scores.dataset_slugs):
+            if slug not in slug_position:
+                slug_position[slug] = len(slugs)
+                slugs.append(slug)
         names = list(dict.fromkeys(metric_names))
         metric_position = {name: index for index, name in enumerate(names)}
-        model_index, dataset_index, kept = _kept_scores(listed, slug_position, scores)
+
+        model_index = np.array(
+            [model_position.get(model_id, -1) for model_id in scores.model_ids], dtype=np.int64
+        )
+        dataset_index = np.array(
+            list(map(slug_position.__getitem__, scores.dataset_slugs)), dtype=np.int64
+        )
+        kept = np.flatnonzero(model_index >= 0)
+        pairs = model_index[kept] * max(len(slugs), 1) + dataset_index[kept]
+        # The last Score of a (model, dataset) pair wins, listed where the pair first came.
+        _, last_reversed = np.unique(pairs[::-1], return_index=True)
+        if last_reversed.size != kept.size:
+            _, first = np.unique(pairs, return_index=True)
+            winners = len(pairs) - 1 - last_reversed
+            kept = kept[winners[np.argsort(first, kind="stable")]]
+        model_index = model_index[kept]
+        dataset_index = dataset_index[kept]
 
         shape = (len(keys), len(slugs))
         values = np.full((*shape, len(names)), np.nan)
@@ -124,8 +146,21 @@ class Board:
         ci_lows[model_index, dataset_index] = finite_array(scores.ci_lows)[kept]
         ci_highs = np.full(shape, np.nan)
         ci_highs[model_index, dataset_index] = finite_array(scores.ci_highs)[kept]
-        resamples = _resample_array(shape, scores, model_index, dataset_index, kept)
-        covered, totals = _coverage_arrays(shape, scores, model_index, dataset_index, kept)
+        resamples = np.full((*shape, BOOTSTRAP_RESAMPLES), np.nan, dtype=np.float32)
+        if scores.main_resamples:
+            stored = scores.main_resamples
+            for model, dataset, position in zip(
+                model_index.tolist(), dataset_index.tolist(), kept.tolist(), strict=True
+            ):
+                values_of = resamples_decode(stored[position])
+                if values_of is not None:
+                    resamples[model, dataset] = values_of
+        covered = np.full(shape, -1, dtype=np.int64)
+        totals = np.zeros(shape, dtype=np.int64)
+        if len(scores.covered) and kept.size:
+            counts = np.array([-1 if value is None else value for value in scores.covered])
+            covered[model_index, dataset_index] = counts.astype(np.int64)[kept]
+            totals[model_index, dataset_index] = np.asarray(scores.totals, dtype=np.int64)[kept]
         tag_names, tag_values = _tag_array(
             shape,
             model_index,
@@ -247,59 +282,3 @@ def _tag_array(
         np.array(list(map(position.__getitem__, tags)), dtype=np.int64),
     ] = values
     return names, array
-
-
-def _dataset_slugs(datasets, scores: ScoreColumns) -> tuple[list[str], dict[str, int]]:
-    """The board's dataset slugs (those listed, then any other a score names) and positions."""
-    slugs = list(dict.fromkeys([dataset.slug for dataset in datasets]))
-    slug_position = {slug: index for index, slug in enumerate(slugs)}
-    for slug in dict.fromkeys(scores.dataset_slugs):
-        if slug not in slug_position:
-            slug_position[slug] = len(slugs)
-            slugs.append(slug)
-    return slugs, slug_position
-
-
-def _kept_scores(listed, slug_position: dict[str, int], scores: ScoreColumns):
-    """The (model, dataset) positions of the scores of listed models, and the scores' own
-    positions: the last Score of a pair wins, listed where the pair first came."""
-    model_position = {model.model_id: index for index, model in enumerate(listed)}
-    model_index = np.array(
-        [model_position.get(model_id, -1) for model_id in scores.model_ids], dtype=np.int64
-    )
-    dataset_index = np.array(
-        list(map(slug_position.__getitem__, scores.dataset_slugs)), dtype=np.int64
-    )
-    kept = np.flatnonzero(model_index >= 0)
-    pairs = model_index[kept] * max(len(slug_position), 1) + dataset_index[kept]
-    _, last_reversed = np.unique(pairs[::-1], return_index=True)
-    if last_reversed.size != kept.size:
-        _, first = np.unique(pairs, return_index=True)
-        winners = len(pairs) - 1 - last_reversed
-        kept = kept[winners[np.argsort(first, kind="stable")]]
-    return model_index[kept], dataset_index[kept], kept
-
-
-def _resample_array(shape, scores: ScoreColumns, model_index, dataset_index, kept) -> np.ndarray:
-    """The main metric's bootstrap resamples of each (model, dataset); NaN when unknown."""
-    resamples = np.full((*shape, BOOTSTRAP_RESAMPLES), np.nan, dtype=np.float32)
-    if scores.main_resamples:
-        stored = scores.main_resamples
-        for model, dataset, position in zip(
-            model_index.tolist(), dataset_index.tolist(), kept.tolist(), strict=True
-        ):
-            values_of = resamples_decode(stored[position])
-            if values_of is not None:
-                resamples[model, dataset] = values_of
-    return resamples
-
-
-def _coverage_arrays(shape, scores: ScoreColumns, model_index, dataset_index, kept):
-    """The covered examples (-1: unknown) and the totals of each (model, dataset)."""
-    covered = np.full(shape, -1, dtype=np.int64)
-    totals = np.zeros(shape, dtype=np.int64)
-    if len(scores.covered) and kept.size:
-        counts = np.array([-1 if value is None else value for value in scores.covered])
-        covered[model_index, dataset_index] = counts.astype(np.int64)[kept]
-        totals[model_index, dataset_index] = np.asarray(scores.totals, dtype=np.int64)[kept]
-    return covered, totals

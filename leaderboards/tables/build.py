@@ -158,11 +158,20 @@ def build_leaderboard_table(
         board = Board.load(models, datasets, scores, metric_names, main_metric)
     keys = board.keys
 
-    averages, error, error_code = _board_averages(board, dataset_weights)
+    error: str | None = None
+    error_code: str | None = None
+    try:
+        # Datasets missing from ``dataset_weights`` (standard, hidden) are ignored by
+        # the averaging, so every dataset of the board is passed.
+        averages, _ = average_over_datasets_array(board.values, board.slugs, dataset_weights)
+    except DynascoreError as problem:
+        error, error_code = problem.message, problem.code
+        averages = np.full((len(keys), len(board.metric_names)), np.nan)
     has_value = ~np.isnan(averages).all(axis=0)
     available = {
         name for name, has in zip(board.metric_names, has_value.tolist(), strict=True) if has
     }
+
     shown_specs = [spec for spec in metric_specs if spec.name in available or spec.is_main]
     hidden_metrics = tuple(spec.name for spec in metric_specs if spec not in shown_specs)
     offsets = {
@@ -176,19 +185,75 @@ def build_leaderboard_table(
         if file_rows.any()
         else ()
     )
-    metric_inputs = _metric_inputs(shown_specs, available, left_out, weights, offsets)
+    metric_inputs = [
+        MetricInput(
+            name=spec.name,
+            direction=str(spec.direction),
+            weight=float(weights.metrics.get(spec.name, spec.default_weight)),
+            offset=offsets.get(spec.name, 0.0),
+            resolution=_resolution(spec)[0],
+            relative_resolution=_resolution(spec)[1],
+        )
+        for spec in shown_specs
+        if spec.name in available and spec.name not in left_out
+    ]
 
     result: DynascoreArrays | None = None
     if error is None and main_metric in available:
-        result, error, error_code = _dynascore_of(board, averages, metric_inputs, main_metric)
+        try:
+            result = compute_dynascore_arrays(
+                keys,
+                averages[:, [board.metric_position[item.name] for item in metric_inputs]],
+                metric_inputs,
+                main_metric=main_metric,
+                epsilon=MAIN_METRIC_RESOLUTION,
+            )
+        except DynascoreError as problem:
+            error, error_code = problem.message, problem.code
     elif error is None and board.keys:
         notes.append("No model has a score on the scoring datasets yet.")
+
+    columns = tuple(
+        MetricColumn(
+            name=spec.name,
+            label=METRIC_LABELS.get(spec.name, spec.name.replace("_", " ").capitalize()),
+            kind=spec.kind,
+            direction=str(spec.direction),
+            weight=float(weights.metrics.get(spec.name, spec.default_weight)),
+            default_weight=float(spec.default_weight),
+            is_main=spec.is_main,
+            offset=offsets.get(spec.name, 0.0),
+            amrs=result.amrs.get(spec.name) if result is not None else None,
+            contributes=result is not None and result.amrs.get(spec.name, 0.0) > 0,
+            resolution=_resolution(spec)[0],
+            relative_resolution=_resolution(spec)[1],
+            self_reported=bool(getattr(spec, "self_reported", False)),
+            left_out=spec.name in left_out,
+        )
+        for spec in shown_specs
+    )
+    dataset_columns = tuple(
+        DatasetColumn(
+            slug=dataset.slug,
+            name=dataset.name,
+            access_type=dataset.access_type,
+            round_number=dataset.round_number,
+            weight=dataset_weights.get(dataset.slug, dataset.default_weight),
+            default_weight=dataset.default_weight,
+        )
+        for dataset in datasets
+    )
 
     # Intervals from the bootstrap resamples (``leaderboards.intervals``): every model's
     # when the page is sorted by them (``remember`` may keep those for other pages of this
     # weighting), else only the page's models and their ranked neighbours, once the order
     # is known.
-    weighted = _weighted_datasets(board, scoring, dataset_weights)
+    weighted = [
+        (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
+        for dataset in scoring
+        if dataset_weights.get(dataset.slug, 0.0) > 0
+        and not np.isnan(board.main[:, board.slug_position[dataset.slug]]).all()
+    ]
 
     def intervals_of(rows: Sequence[int] | None) -> BoardIntervals:
         return _board_intervals(board, weighted, averages, metric_inputs, main_metric, result, rows)
@@ -200,26 +265,66 @@ def build_leaderboard_table(
         ci_lows = intervals.lows
 
     # Order every model (arrays), then build rows for the page only.
-    order = _model_order(board, sort, result, averages, ci_lows)
+    required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
+
+    def missing_of(index: int) -> tuple[str, ...]:
+        if result is not None:
+            return result.missing.get(index, ())
+        if error is not None:
+            return ()
+        values = board.average_row(averages, index)
+        return tuple(name for name in metric_names if name in required and values.get(name) is None)
+
+    if result is None:
+        groups = np.zeros(len(keys), dtype=np.int64)
+    else:
+        # Ranked (complete) models first, incomplete ones below.
+        groups = np.ones(len(keys), dtype=np.int64)
+        groups[result.order[: result.complete_count]] = 0
+    field_name = sort.removeprefix("-")
+    descending = sort.startswith("-")
+    if field_name == "name":
+        order = _order_by_name(board, groups, descending)
+    else:
+        if field_name == "dynascore":
+            values = result.dynascores if result is not None else np.full(len(keys), np.nan)
+        elif field_name == "ci":
+            values = ci_lows
+        elif field_name.startswith(DATASET_SORT_PREFIX):
+            values = board.main_on(field_name.removeprefix(DATASET_SORT_PREFIX))
+        else:
+            values = board.average_column(averages, field_name)
+        # Inside each group missing values go last whichever the direction, and the model
+        # key breaks ties (stable pages); ``keys`` are sorted, so a key's rank is its index.
+        missing = np.isnan(values)
+        signed = np.where(missing, 0.0, -values if descending else values)
+        order = np.lexsort((np.arange(len(keys)), signed, missing, groups)).tolist()
+
     total_rows = len(order)
-    page, page_count = _page_within(page, page_size, total_rows, notes)
+    page_count = max(1, math.ceil(total_rows / page_size))
+    if page > page_count:
+        notes.append(f"There are only {page_count} page(s): showing the last one.")
+        page = page_count
     start = (page - 1) * page_size
     page_rows = order[start : start + page_size]
     if intervals is None:
         intervals = intervals_of(page_rows)
-    rows = _page_rows(
-        board,
-        page_rows,
-        result=result,
-        error=error,
-        averages=averages,
-        shown_names=[spec.name for spec in shown_specs],
-        metric_names=metric_names,
-        required={item.name for item in metric_inputs if item.weight > 0} | {main_metric},
-        datasets=datasets,
-        main_metric=main_metric,
-        intervals=intervals,
-        file_rows=file_rows,
+    shown_names = [spec.name for spec in shown_specs]
+    rows = tuple(
+        _row(
+            board,
+            index,
+            result.model_score(index) if result is not None else None,
+            averages,
+            shown_names,
+            datasets,
+            main_metric,
+            intervals,
+            missing_of(index),
+            _comparison(board, index, intervals),
+            bool(file_rows[index]),
+        )
+        for index in page_rows
     )
 
     trend_rounds, trends = trends_of_top_models(result, scoring, board)
@@ -241,8 +346,8 @@ def build_leaderboard_table(
         page_size=page_size,
         page_count=page_count,
         total_rows=total_rows,
-        metrics=_metric_columns(shown_specs, weights, offsets, result, left_out),
-        datasets=_dataset_columns(datasets, dataset_weights),
+        metrics=columns,
+        datasets=dataset_columns,
         rows=rows,
         hidden_metrics=hidden_metrics,
         error=error,
@@ -256,176 +361,6 @@ def build_leaderboard_table(
         predictions_file_models=int(file_rows.sum()),
         left_out_metrics=left_out,
     )
-
-
-def _dynascore_of(board: Board, averages, metric_inputs, main_metric: str):
-    """The Dynascores of the board's models, or None and the error that stopped them."""
-    try:
-        result = compute_dynascore_arrays(
-            board.keys,
-            averages[:, [board.metric_position[item.name] for item in metric_inputs]],
-            metric_inputs,
-            main_metric=main_metric,
-            epsilon=MAIN_METRIC_RESOLUTION,
-        )
-    except DynascoreError as problem:
-        return None, problem.message, problem.code
-    return result, None, None
-
-
-def _page_rows(
-    board: Board,
-    page_rows: list[int],
-    *,
-    result,
-    error,
-    averages,
-    shown_names,
-    metric_names,
-    required,
-    datasets,
-    main_metric: str,
-    intervals,
-    file_rows,
-) -> tuple:
-    """The ``LeaderboardRow`` of each model of the page."""
-    return tuple(
-        _row(
-            board,
-            index,
-            result.model_score(index) if result is not None else None,
-            averages,
-            shown_names,
-            datasets,
-            main_metric,
-            intervals,
-            _missing_of(index, result, error, board, averages, metric_names, required),
-            _comparison(board, index, intervals),
-            bool(file_rows[index]),
-        )
-        for index in page_rows
-    )
-
-
-def _board_averages(board: Board, dataset_weights: dict[str, float]):
-    """Each model's metrics averaged over the weighted datasets, or NaNs and the error."""
-    try:
-        # Datasets missing from ``dataset_weights`` (standard, hidden) are ignored by
-        # the averaging, so every dataset of the board is passed.
-        averages, _ = average_over_datasets_array(board.values, board.slugs, dataset_weights)
-    except DynascoreError as problem:
-        averages = np.full((len(board.keys), len(board.metric_names)), np.nan)
-        return averages, problem.message, problem.code
-    return averages, None, None
-
-
-def _metric_inputs(shown_specs, available, left_out, weights, offsets) -> list[MetricInput]:
-    """The Dynascore's metrics: those shown with a value, the left-out job metrics apart."""
-    return [
-        MetricInput(
-            name=spec.name,
-            direction=str(spec.direction),
-            weight=float(weights.metrics.get(spec.name, spec.default_weight)),
-            offset=offsets.get(spec.name, 0.0),
-            resolution=_resolution(spec)[0],
-            relative_resolution=_resolution(spec)[1],
-        )
-        for spec in shown_specs
-        if spec.name in available and spec.name not in left_out
-    ]
-
-
-def _metric_columns(shown_specs, weights, offsets, result, left_out) -> tuple[MetricColumn, ...]:
-    return tuple(
-        MetricColumn(
-            name=spec.name,
-            label=METRIC_LABELS.get(spec.name, spec.name.replace("_", " ").capitalize()),
-            kind=spec.kind,
-            direction=str(spec.direction),
-            weight=float(weights.metrics.get(spec.name, spec.default_weight)),
-            default_weight=float(spec.default_weight),
-            is_main=spec.is_main,
-            offset=offsets.get(spec.name, 0.0),
-            amrs=result.amrs.get(spec.name) if result is not None else None,
-            contributes=result is not None and result.amrs.get(spec.name, 0.0) > 0,
-            resolution=_resolution(spec)[0],
-            relative_resolution=_resolution(spec)[1],
-            self_reported=bool(getattr(spec, "self_reported", False)),
-            left_out=spec.name in left_out,
-        )
-        for spec in shown_specs
-    )
-
-
-def _dataset_columns(datasets, dataset_weights) -> tuple[DatasetColumn, ...]:
-    return tuple(
-        DatasetColumn(
-            slug=dataset.slug,
-            name=dataset.name,
-            access_type=dataset.access_type,
-            round_number=dataset.round_number,
-            weight=dataset_weights.get(dataset.slug, dataset.default_weight),
-            default_weight=dataset.default_weight,
-        )
-        for dataset in datasets
-    )
-
-
-def _weighted_datasets(board: Board, scoring, dataset_weights) -> list[tuple[int, float]]:
-    """(board position, weight) of the scoring datasets that weigh and hold a main value."""
-    return [
-        (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
-        for dataset in scoring
-        if dataset_weights.get(dataset.slug, 0.0) > 0
-        and not np.isnan(board.main[:, board.slug_position[dataset.slug]]).all()
-    ]
-
-
-def _missing_of(index, result, error, board, averages, metric_names, required):
-    """The required metrics that model ``index`` has no value of."""
-    if result is not None:
-        return result.missing.get(index, ())
-    if error is not None:
-        return ()
-    values = board.average_row(averages, index)
-    return tuple(name for name in metric_names if name in required and values.get(name) is None)
-
-
-def _model_order(board: Board, sort: str, result, averages, ci_lows) -> list[int]:
-    """Every model's position in the order of ``sort``: ranked (complete) models first."""
-    keys = board.keys
-    if result is None:
-        groups = np.zeros(len(keys), dtype=np.int64)
-    else:
-        # Ranked (complete) models first, incomplete ones below.
-        groups = np.ones(len(keys), dtype=np.int64)
-        groups[result.order[: result.complete_count]] = 0
-    field_name = sort.removeprefix("-")
-    descending = sort.startswith("-")
-    if field_name == "name":
-        return _order_by_name(board, groups, descending)
-    if field_name == "dynascore":
-        values = result.dynascores if result is not None else np.full(len(keys), np.nan)
-    elif field_name == "ci":
-        values = ci_lows
-    elif field_name.startswith(DATASET_SORT_PREFIX):
-        values = board.main_on(field_name.removeprefix(DATASET_SORT_PREFIX))
-    else:
-        values = board.average_column(averages, field_name)
-    # Inside each group missing values go last whichever the direction, and the model
-    # key breaks ties (stable pages); ``keys`` are sorted, so a key's rank is its index.
-    missing = np.isnan(values)
-    signed = np.where(missing, 0.0, -values if descending else values)
-    return np.lexsort((np.arange(len(keys)), signed, missing, groups)).tolist()
-
-
-def _page_within(page: int, page_size: int, total_rows: int, notes: list[str]) -> tuple[int, int]:
-    """The page asked for, or the last one (with a note), and the number of pages."""
-    page_count = max(1, math.ceil(total_rows / page_size))
-    if page > page_count:
-        notes.append(f"There are only {page_count} page(s): showing the last one.")
-        page = page_count
-    return page, page_count
 
 
 def _order_by_name(board: Board, groups: np.ndarray, descending: bool) -> list[int]:

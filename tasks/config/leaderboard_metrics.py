@@ -69,67 +69,52 @@ def read_perf_metrics(
         checker.wrong_type("perf_metric", "a mapping or a list of mappings", node)
         return [], False
     issues_before = len(checker.issues)
-    read = [
-        item
-        for path, entry in entries
-        if (item := _read_perf_entry(checker, path, entry, output_names)) is not None
-    ]
-    return _perf_metrics_named(checker, read), len(checker.issues) == issues_before
-
-
-def _read_perf_entry(checker: DocumentChecker, path: str, entry: LocatedValue, output_names):
-    """Read one ``perf_metric`` entry: ``(type, reference, options, path, entry)``, or None
-    when its type or reference could not be read (the problems are reported)."""
-    mapping = checker.mapping(entry, path)
-    if mapping is None:
-        return None
-    type_node = checker.required(mapping, "type", path, entry)
-    metric_type = checker.string(type_node, join_path(path, "type")) if type_node else None
-    if metric_type in UNSUPPORTED_PERF_METRIC_TYPES:
-        checker.error_at(
-            codes.NOT_SUPPORTED,
-            join_path(path, "type"),
-            UNSUPPORTED_PERF_METRIC_TYPES[metric_type],
-            type_node,
+    read: list[tuple[str, str, dict[str, Any], str, LocatedValue]] = []
+    for path, entry in entries:
+        mapping = checker.mapping(entry, path)
+        if mapping is None:
+            continue
+        type_node = checker.required(mapping, "type", path, entry)
+        metric_type = checker.string(type_node, join_path(path, "type")) if type_node else None
+        if metric_type in UNSUPPORTED_PERF_METRIC_TYPES:
+            checker.error_at(
+                codes.NOT_SUPPORTED,
+                join_path(path, "type"),
+                UNSUPPORTED_PERF_METRIC_TYPES[metric_type],
+                type_node,
+            )
+            metric_type = None
+        elif metric_type is not None and metric_type not in PERF_METRIC_TYPES:
+            checker.error_at(
+                codes.UNKNOWN_PERF_METRIC,
+                join_path(path, "type"),
+                f"unknown perf_metric type {metric_type[:60]!r}; known: "
+                + ", ".join(PERF_METRIC_TYPES),
+                type_node,
+            )
+            metric_type = None
+        reference_node = checker.required(mapping, "reference_name", path, entry)
+        reference = (
+            checker.string(reference_node, join_path(path, "reference_name"))
+            if reference_node
+            else None
         )
-        metric_type = None
-    elif metric_type is not None and metric_type not in PERF_METRIC_TYPES:
-        checker.error_at(
-            codes.UNKNOWN_PERF_METRIC,
-            join_path(path, "type"),
-            f"unknown perf_metric type {metric_type[:60]!r}; known: "
-            + ", ".join(PERF_METRIC_TYPES),
-            type_node,
-        )
-        metric_type = None
-    reference_node = checker.required(mapping, "reference_name", path, entry)
-    reference = (
-        checker.string(reference_node, join_path(path, "reference_name"))
-        if reference_node
-        else None
-    )
-    if (
-        reference is not None
-        and reference not in output_names
-        and checker.output_readable
-        and reference not in checker.written("output")
-    ):
-        checker.error_at(
-            codes.PERF_REFERENCE_NOT_OUTPUT,
-            join_path(path, "reference_name"),
-            f"{reference[:60]!r} is not an output field; outputs: "
-            + (", ".join(sorted(output_names)) or "none"),
-            reference_node,
-        )
-    options = _read_perf_options(checker, mapping, path)
-    if metric_type is None or reference is None:
-        return None
-    return metric_type, reference, options, path, entry
-
-
-def _perf_metrics_named(checker: DocumentChecker, read) -> list[PerfMetric]:
-    """The read entries as ``PerfMetric``s, a repeated (type, reference) reported; a type
-    listed once is named by itself, else ``<type>_<reference>``."""
+        if (
+            reference is not None
+            and reference not in output_names
+            and checker.output_readable
+            and reference not in checker.written("output")
+        ):
+            checker.error_at(
+                codes.PERF_REFERENCE_NOT_OUTPUT,
+                join_path(path, "reference_name"),
+                f"{reference[:60]!r} is not an output field; outputs: "
+                + (", ".join(sorted(output_names)) or "none"),
+                reference_node,
+            )
+        options = _read_perf_options(checker, mapping, path)
+        if metric_type is not None and reference is not None:
+            read.append((metric_type, reference, options, path, entry))
     type_counts = Counter(metric_type for metric_type, *_ in read)
     metrics: list[PerfMetric] = []
     seen: dict[tuple[str, str], str] = {}
@@ -146,7 +131,7 @@ def _perf_metrics_named(checker: DocumentChecker, read) -> list[PerfMetric]:
         seen[(metric_type, reference)] = path
         name = metric_type if type_counts[metric_type] == 1 else f"{metric_type}_{reference}"
         metrics.append(PerfMetric(metric_type, reference, name, MappingProxyType(options)))
-    return metrics
+    return metrics, len(checker.issues) == issues_before
 
 
 def _read_perf_options(
@@ -229,7 +214,16 @@ def read_aggregation_metric(
         frozenset({"type", "default_weights", "count_self_reported"}),
         "aggregation_metric",
     )
-    _check_aggregation_type(checker, mapping, path)
+    type_node = checker.given(mapping, "type")
+    if type_node is not None:
+        metric_type = checker.string(type_node, join_path(path, "type"))
+        if metric_type is not None and metric_type not in AGGREGATION_METRIC_TYPES:
+            checker.error_at(
+                codes.UNKNOWN_AGGREGATION_METRIC,
+                join_path(path, "type"),
+                f"unknown aggregation_metric type {metric_type[:60]!r}; known: dynascore",
+                type_node,
+            )
     count_self_reported = bool(checker.optional_bool(mapping, "count_self_reported", path))
     weights_node = checker.given(mapping, "default_weights")
     if weights_node is None:
@@ -242,85 +236,46 @@ def read_aggregation_metric(
     known += list(DELTA_METRIC_TYPES) + [name for name, _ in JOB_METRICS]
     weights: dict[str, float] = {}
     for key, value_node in weights_mapping.items.items():
-        weight = _read_default_weight(
-            checker,
-            weights_mapping,
-            weights_path,
-            key,
-            value_node,
-            known=known,
-            perf_complete=perf_complete,
-            count_self_reported=count_self_reported,
-        )
-        if weight is not None:
-            weights[key] = weight
-    return AggregationMetric(
-        default_weights=MappingProxyType(weights), count_self_reported=count_self_reported
-    )
-
-
-def _check_aggregation_type(checker: DocumentChecker, mapping: LocatedMapping, path: str) -> None:
-    type_node = checker.given(mapping, "type")
-    if type_node is not None:
-        metric_type = checker.string(type_node, join_path(path, "type"))
-        if metric_type is not None and metric_type not in AGGREGATION_METRIC_TYPES:
-            checker.error_at(
-                codes.UNKNOWN_AGGREGATION_METRIC,
-                join_path(path, "type"),
-                f"unknown aggregation_metric type {metric_type[:60]!r}; known: dynascore",
-                type_node,
+        key_path = join_path(weights_path, key)
+        # When perf_metric itself is broken, an unknown name may be a perf metric name:
+        # stay silent rather than report a consequence of the first error.
+        if key not in known and perf_complete:
+            checker.error(
+                codes.UNKNOWN_WEIGHT_METRIC,
+                key_path,
+                f"unknown metric {key[:60]!r}; known: {', '.join(known)}",
+                weights_mapping.key_lines[key],
             )
-
-
-def _read_default_weight(
-    checker: DocumentChecker,
-    weights_mapping: LocatedMapping,
-    weights_path: str,
-    key: str,
-    value_node: LocatedValue,
-    *,
-    known: list[str],
-    perf_complete: bool,
-    count_self_reported: bool,
-) -> float | None:
-    """Return one default weight, or None when it is refused (the problem is reported)."""
-    key_path = join_path(weights_path, key)
-    # When perf_metric itself is broken, an unknown name may be a perf metric name:
-    # stay silent rather than report a consequence of the first error.
-    if key not in known and perf_complete:
-        checker.error(
-            codes.UNKNOWN_WEIGHT_METRIC,
-            key_path,
-            f"unknown metric {key[:60]!r}; known: {', '.join(known)}",
-            weights_mapping.key_lines[key],
-        )
-        return None
-    if not is_finite_number(value_node.value):
-        if value_node.value is not UNREADABLE:
+            continue
+        if not is_finite_number(value_node.value):
+            if value_node.value is not UNREADABLE:
+                checker.error_at(
+                    codes.WEIGHT_OUT_OF_RANGE,
+                    key_path,
+                    f"a weight must be a number from 0 to {MAX_WEIGHT:g}, "
+                    f"got {describe_value(value_node.value)}",
+                    value_node,
+                )
+            continue
+        weight = float(value_node.value)
+        if not 0.0 <= weight <= MAX_WEIGHT:
             checker.error_at(
                 codes.WEIGHT_OUT_OF_RANGE,
                 key_path,
-                f"a weight must be a number from 0 to {MAX_WEIGHT:g}, "
-                f"got {describe_value(value_node.value)}",
+                f"a weight must be from 0 to {MAX_WEIGHT:g}, got {weight:g}",
                 value_node,
             )
-        return None
-    weight = float(value_node.value)
-    if not 0.0 <= weight <= MAX_WEIGHT:
-        checker.error_at(
-            codes.WEIGHT_OUT_OF_RANGE,
-            key_path,
-            f"a weight must be from 0 to {MAX_WEIGHT:g}, got {weight:g}",
-            value_node,
-        )
-        return None
-    if weight > 0 and key in SELF_REPORTED_METRICS and not count_self_reported:
-        checker.error_at(
-            codes.SELF_REPORTED_WEIGHT,
-            key_path,
-            f"{key} is reported by the model's endpoint itself; it weighs in by default "
-            "only with 'count_self_reported: true' in aggregation_metric",
-            value_node,
-        )
-        return None
-    return weight
+            continue
+        if weight > 0 and key in SELF_REPORTED_METRICS and not count_self_reported:
+            checker.error_at(
+                codes.SELF_REPORTED_WEIGHT,
+                key_path,
+                f"{key} is reported by the model's endpoint itself; it weighs in by default "
+                "only with 'count_self_reported: true' in aggregation_metric",
+                value_node,
+            )
+            continue
+        weights[key] = weight
+    return AggregationMetric(
+        default_weights=MappingProxyType(weights), count_self_reported=count_self_reported
+    )
