@@ -6,7 +6,7 @@
 Draws ``--battles`` battles (default 100,000) among ``--models`` models (50) from known
 strengths, then times:
 
-- ``ours``: ``leaderboards.arena.ratings.arena_ratings``: the point fit and ``--resamples``
+- ``ours``: ``annotation.arena.ratings.arena_ratings``: the point fit and ``--resamples``
   (1,000) bootstrap refits, on the pair counts, resamples as multinomial draws;
 - ``per_battle``: the way Chatbot Arena's notebook does it, one scikit-learn
   ``LogisticRegression`` (no intercept, no penalty, tol 1e-6) per resample over the
@@ -35,7 +35,7 @@ from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from leaderboards.arena.ratings import (  # noqa: E402
+from annotation.arena.ratings import (  # noqa: E402
     A_WINS,
     ANCHOR,
     B_WINS,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from leaderboards.arena.ratings import (
+from annotation.arena.ratings import (
     A_WINS,
     ANCHOR,
     B_WINS,
