@@ -5,13 +5,15 @@ Contract: ``validate_document(root, issues)`` appends every problem of the docum
 found while reading the YAML count too). It checks the top-level keys and ``schema_version``
 itself and hands each section to its module, in a fixed order: fields, metadata, outputs, the
 relations between fields, ``model_wrong_metric``, the leaderboard metrics, then the free texts
-(``goal_message``, ``content_warning``, ``instructions``) and the ``chat`` section. Pure: no
+(``goal_message``, ``content_warning``, ``instructions``), the ``chat`` section and the
+``arena`` section (which may give the chat its two seats). Pure: no
 Django, no DB, no HTTP.
 """
 
 from __future__ import annotations
 
 from tasks.config import codes
+from tasks.config.arena import read_arena
 from tasks.config.chat import check_chat_with_metric, read_chat
 from tasks.config.checker import DocumentChecker
 from tasks.config.errors import ConfigIssue
@@ -46,6 +48,7 @@ TOP_LEVEL_KEYS = (
     "content_warning",
     "instructions",
     "chat",
+    "arena",
 )
 # Dynabench keys this platform knows about but does not implement.
 UNSUPPORTED_TOP_LEVEL_KEYS = {
@@ -81,6 +84,7 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
     content_warning = checker.optional_string(top, "content_warning", "")
     instructions = checker.optional_string(top, "instructions", "")
     chat = read_chat(checker, top)
+    arena, chat = read_arena(checker, top, chat)
     check_chat_with_metric(checker, top, chat, model_wrong_metric.type)
 
     if checker.issues:
@@ -100,6 +104,7 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
         content_warning=content_warning,
         instructions=instructions,
         chat=chat,
+        arena=arena,
     )
 
 
