@@ -297,3 +297,10 @@ from annotation.chat.models import (  # noqa: E402, F401
     Conversation,
     ConversationSeat,
 )
+
+# The arena's models (battles, exclusions, frozen boards) likewise.
+from annotation.arena.models import (  # noqa: E402, F401
+    ArenaBattle,
+    ArenaExclusion,
+    ArenaSnapshot,
+)
