@@ -90,6 +90,8 @@ def seeded(db, monkeypatch):
             "runs": run.pk,
             "snapshots": snapshot.pk,
             "uploads": upload.pk,
+            # /arena/battles/{id}/: the sentiment task has no arena, so no battle (a 404).
+            "arena": example.pk,
         },
         "slugs": {"datasets": dataset.slug, "forks": fork.slug},
     }
