@@ -206,4 +206,5 @@ def snapshot_create(task: Task, *, by, name: str = "") -> ArenaSnapshot:
     _require_manager(task, by)
     board = arena_board(task)
     name = (name or "").strip()[:200]
-    return ArenaSnapshot.objects.create(task=task, name=name, board=board.as_dict(), created_by=by)
+    body = {"task": task.code, **board.as_dict()}
+    return ArenaSnapshot.objects.create(task=task, name=name, board=body, created_by=by)

@@ -167,12 +167,19 @@ def test_the_api_holds_a_battle_and_serves_the_board(client, arena_task, voter, 
     late = client.post(
         f"/api/v1/arena/battles/{body['id']}/vote/", {"vote": "a"}, content_type="application/json"
     )
-    assert late.status_code == 409 and late.json()["code"] == "arena.revealed"
+    assert late.status_code == 409 and late.json()["error"]["code"] == "arena.revealed"
     board = client.get("/api/v1/tasks/arena/arena/board/").json()
     assert board["battles"] == 1 and len(board["rows"]) == 2
-    assert client.post("/api/v1/tasks/arena/arena/snapshots/", {}).status_code == 403
+    assert (
+        client.post(
+            "/api/v1/tasks/arena/arena/snapshots/", {}, content_type="application/json"
+        ).status_code
+        == 403
+    )
     client.force_login(owner)
-    snapshot = client.post("/api/v1/tasks/arena/arena/snapshots/", {"name": "api"})
+    snapshot = client.post(
+        "/api/v1/tasks/arena/arena/snapshots/", {"name": "api"}, content_type="application/json"
+    )
     assert snapshot.status_code == 201 and snapshot.json()["board"]["battles"] == 1
     excluded = client.post(
         "/api/v1/tasks/arena/arena/exclusions/",
