@@ -17,7 +17,7 @@ from annotation.chat.models import ConversationStatus
 from annotation.chat.services import FinishForm
 from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.services import task_update_config
-from tests.annotation.arena.conftest import seeded_battles, start
+from tests.annotation.arena.fixtures import seeded_battles, start
 from tests.annotation.chat.fixtures import pump, register_chat_model
 from tests.factories import UserFactory, demo_config
 

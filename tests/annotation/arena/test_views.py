@@ -9,7 +9,7 @@ import json
 import re
 
 from annotation.arena.models import ArenaBattle, ArenaExclusion
-from tests.annotation.arena.conftest import seeded_battles
+from tests.annotation.arena.fixtures import seeded_battles
 from tests.annotation.chat.fixtures import pump
 from tests.factories import UserFactory
 

@@ -1,4 +1,5 @@
-"""Fixtures of the arena tests: an arena task over the two demo chat models served over HTTP,
+"""Fixtures of the arena tests (a plugin of tests/conftest.py, the browser tests use them
+too): an arena task over the two demo chat models served over HTTP,
 and battles stored directly for the board and page tests."""
 
 from __future__ import annotations
