@@ -2,9 +2,10 @@
 the votes of a worker today, the raters' agreement flags, exclusions and snapshots.
 
 A battle counts on the board when it has a vote, the vote is not void, and its worker's votes
-are not excluded. The board is cached under the task's board generation, which every vote,
-exclusion and config change bumps (``board_generation_bump``), so a cached board is never
-stale and the cache needs no expiry to be right.
+are not excluded. The board is cached under the task's config version and board generation,
+which every vote and exclusion bumps (``board_generation_bump``, called by
+``board_page.board_changed``), so a cached board is never stale and the cache needs no expiry
+to be right.
 """
 
 from __future__ import annotations
@@ -117,12 +118,20 @@ def board_generation_bump(task_id: int) -> None:
             cache.set(key, 1, timeout=None)
 
 
+def board_cache_key(task, style_control: bool | None = None) -> str:
+    """The cache key of the task's board now: its config version, style, generation."""
+    config, _ = arena_config(task)
+    style = config.style_control if style_control is None else style_control
+    version = task.current_config.pk if task.current_config else 0
+    generation = board_generation(task.pk)
+    return f"arena-board:{BOARD_FORMAT}:{task.pk}:{version}:{int(style)}:{generation}"
+
+
 def arena_board(task, *, style_control: bool | None = None) -> ArenaBoard:
     """The board of the task's counted battles, cached until the next vote or exclusion."""
     config, _ = arena_config(task)
     style = config.style_control if style_control is None else style_control
-    version = task.current_config.pk if task.current_config else 0
-    key = f"arena-board:{BOARD_FORMAT}:{task.pk}:{version}:{int(style)}:{board_generation(task.pk)}"
+    key = board_cache_key(task, style)
     board = cache.get(key)
     if board is None:
         board = build_board(counted_rows(task), style_control=style)

@@ -17,11 +17,11 @@ from django.utils import timezone
 
 from annotation.actors import Actor
 from annotation.arena import hygiene, pairing
+from annotation.arena.board_page import board_changed
 from annotation.arena.models import ArenaBattle, ArenaExclusion, ArenaSnapshot, Vote
 from annotation.arena.selectors import (
     arena_board,
     arena_config,
-    board_generation_bump,
     pair_battles,
     votes_today,
 )
@@ -160,7 +160,7 @@ def battle_vote(battle: ArenaBattle, actor: Actor, vote: str) -> ArenaBattle:
         locked.length_a = sum(len(text) for text in answers[0])
         locked.length_b = sum(len(text) for text in answers[1])
         locked.save()
-        transaction.on_commit(lambda: board_generation_bump(locked.task_id))
+        transaction.on_commit(lambda: board_changed(locked.task_id))
     return locked
 
 
@@ -197,7 +197,7 @@ def exclusion_create(task: Task, *, by, rater: str, reason: str) -> ArenaExclusi
     exclusion = ArenaExclusion.objects.create(
         task=task, reason=reason, created_by=by, **{column: int(number)}
     )
-    transaction.on_commit(lambda: board_generation_bump(task.pk))
+    transaction.on_commit(lambda: board_changed(task.pk))
     return exclusion
 
 

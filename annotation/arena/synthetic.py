@@ -18,8 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.arena import pairing, ratings
+from annotation.arena.board_page import board_changed
 from annotation.arena.models import ArenaBattle
-from annotation.arena.selectors import board_generation_bump
 from annotation.chat.models import (
     ChatReply,
     ChatTurn,
@@ -76,7 +76,7 @@ def synthetic_battles(
         plans.append((by_id[first], by_id[second], voter, draw_outcome(rng, gap, tie_share), when))
     with transaction.atomic():
         _store(task, round_, plans, rng)
-        transaction.on_commit(lambda: board_generation_bump(task.pk))
+        transaction.on_commit(lambda: board_changed(task.pk))
     return count
 
 

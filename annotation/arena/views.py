@@ -13,11 +13,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.arena import services
+from annotation.arena.board_page import board_fragment, matrix_rows
 from annotation.arena.export import battle_lines
 from annotation.arena.models import ArenaBattle, Vote
+from annotation.arena.ratings import RESAMPLES
 from annotation.arena.selectors import (
     arena_board,
     arena_config,
@@ -126,26 +129,18 @@ def _style_param(request) -> bool | None:
 def arena_board_page(request, code: str):
     task = _visible_arena_task(code, request.user)
     config, _ = arena_config(task)
-    board = arena_board(task, style_control=_style_param(request)).as_dict()
+    style_query = request.GET.get("style", "")
+    style_query = style_query if style_query in ("0", "1") else ""
     context = {
         "task": task,
         "arena": config,
-        "board": board,
-        "matrix_rows": matrix_rows(board),
+        # Our own template's output, escaped when it was rendered.
+        "board_html": mark_safe(board_fragment(task, style_query)),
+        "resamples": RESAMPLES,
         "snapshots": snapshots(task),
         "can_snapshot": can_manage_task(request.user, task),
-        "style_query": request.GET.get("style", ""),
     }
     return render(request, "annotation/arena/board.html", context)
-
-
-def matrix_rows(board: dict) -> list[dict]:
-    """The matrices of a board's JSON, row by row: (win fraction, battles) per column."""
-    wins, battles = board.get("win_fraction_matrix", []), board.get("battle_matrix", [])
-    return [
-        {"name": name, "cells": list(zip(wins[i], battles[i], strict=True))}
-        for i, name in enumerate(board.get("models", []))
-    ]
 
 
 @require_GET

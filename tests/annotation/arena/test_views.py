@@ -11,6 +11,7 @@ import re
 from annotation.arena.models import ArenaBattle, ArenaExclusion
 from tests.annotation.arena.fixtures import seeded_battles
 from tests.annotation.chat.fixtures import pump
+from tests.annotation.conftest import run_jobs
 from tests.factories import UserFactory
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -188,3 +189,16 @@ def test_the_api_holds_a_battle_and_serves_the_board(client, arena_task, voter, 
     )
     assert excluded.status_code == 201
     assert client.get("/api/v1/tasks/arena/arena/board/").json()["battles"] == 0
+
+
+def test_after_a_vote_the_page_shows_the_last_board_until_the_refresh_job_ran(
+    client, arena_task, owner
+):
+    seeded_battles(arena_task, arena_task.arena_models, [owner], 20)
+    assert "20 counted votes" in client.get("/tasks/arena/arena/board/").content.decode()
+    seeded_battles(arena_task, arena_task.arena_models, [owner], 5, seed=9)
+    # The JSON is never stale; the page shows the last board while the job refits.
+    assert client.get("/tasks/arena/arena/board.json").json()["battles"] == 25
+    assert "20 counted votes" in client.get("/tasks/arena/arena/board/").content.decode()
+    run_jobs("live")
+    assert "25 counted votes" in client.get("/tasks/arena/arena/board/").content.decode()
