@@ -28,6 +28,7 @@ from annotation.chat.selectors import (
     conversation_for_actor,
     example_transcript,
     reveals,
+    seat_label,
     transcript,
 )
 from annotation.chat.serializers import (
@@ -137,11 +138,23 @@ class TurnCreateView(APIView):
         body = TurnCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         turn = services.turn_send(conversation, actor_of(request), body.validated_data["message"])
-        data = _serialized(conversation)
-        return Response(
-            next(item for item in data["turns"] if item["id"] == turn.pk),
-            status=status.HTTP_201_CREATED,
-        )
+        # The new turn alone, from the rows just written (no read of the whole conversation).
+        chat = chat_config(conversation)
+        labels = {
+            seat.position: seat_label(seat, not chat.hide_model_identities)
+            for seat in conversation.seats.all()
+        }
+        context = {"labels": labels, "conversation": conversation}
+        data = {
+            "id": turn.pk,
+            "number": turn.number,
+            "message": turn.message,
+            "choice": turn.choice,
+            "best_position": turn.best_position,
+            "slider": turn.slider,
+            "replies": ReplySerializer(turn.new_replies, many=True, context=context).data,
+        }
+        return Response(data, status=status.HTTP_201_CREATED)
 
 
 class ReplyDetailView(APIView):

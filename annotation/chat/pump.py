@@ -45,7 +45,7 @@ PUMP_FLAG_KEY = "annotation:chat-pump"
 PUMP_FLAG_TTL_SECONDS = 10
 PUMP_JOB_PREFIX = "annotation-chat-pump-"
 PUMP_BUDGET_SECONDS = 120.0
-FLUSH_SECONDS = 0.03
+FLUSH_SECONDS = 0.1
 CANCEL_CHECK_SECONDS = 0.2
 QUEUE_UNAVAILABLE = "queue.unavailable"
 # Let the flag go only when nothing is pending (KEYS: flag, pending; ARGV: token).
@@ -59,7 +59,7 @@ return 0
 
 
 def max_streams() -> int:
-    return max(1, int(getattr(settings, "ANNOTATION_CHAT_MAX_STREAMS", 64)))
+    return max(1, int(getattr(settings, "ANNOTATION_CHAT_MAX_STREAMS", 128)))
 
 
 def pump_timeout() -> int:
@@ -227,6 +227,8 @@ def stream_reply(reply_id: int, attempt: int, redis=None) -> str | None:
         endpoint = endpoint_spec(reply.model)
         turns = turns_with_replies(conversation)
         turn = next(turn for turn in turns if turn.pk == reply.turn_id)
+        # No database connection is held while the model streams (it may take a minute).
+        release_connection()
         result = chat_client.stream_reply(
             endpoint,
             seat_messages(turns, turn, reply.position),
@@ -257,6 +259,13 @@ def stream_reply(reply_id: int, attempt: int, redis=None) -> str | None:
     if stored:
         publisher.finish(kind, _event_fields(fields))
     return fields["status"] if stored else None
+
+
+def release_connection() -> None:
+    """Close this thread's database connection (a stream may last a minute and must not hold
+    one), unless it is inside a transaction (tests); Django opens a new one when needed."""
+    if not connection.in_atomic_block:
+        connection.close()
 
 
 def _done_fields(result: chat_client.ReplyResult) -> dict:

@@ -134,6 +134,7 @@ def turn_send(conversation: Conversation, actor: Actor, message: str) -> ChatTur
         )
         locked.save(update_fields=["updated_at"])
         _queue_on_commit([(reply.pk, reply.attempt) for reply in replies])
+    turn.new_replies = replies  # the rows just written, for the caller's answer
     return turn
 
 

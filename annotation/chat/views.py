@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.chat import services, streams
 from annotation.chat.export import conversation_lines, preference_lines
 from annotation.chat.models import ChatReply, ConversationStatus, ReplyStatus
+from annotation.chat.pump import release_connection
 from annotation.chat.selectors import (
     STALE_MARGIN_SECONDS,
     active_conversation,
@@ -229,6 +230,7 @@ def reply_events(reply: ChatReply, attempt: int, seconds: float):
         kind = STATUS_EVENTS.get(reply.status, streams.ERROR)
         yield sse(kind, {"status": reply.status, "error_message": reply.error_message})
         return
+    release_connection()  # a stream holds a thread, never a database connection
     yield ": stream open\n\n"
     key = streams.reply_key(reply.pk, attempt)
     for kind, data in streams.follow(key, seconds, poll_ms=2000):

@@ -81,6 +81,7 @@ def seeded(db, monkeypatch):
     )
     snapshot = board_services_snapshot(task, owner)
     upload = UploadJob.objects.create(task=task, kind="contexts", user=owner, filename="c.jsonl")
+    conversation, turn, reply = seed_conversation(owner)
     return {
         "token": api_token_create(owner),
         "task": task.code,
@@ -92,9 +93,45 @@ def seeded(db, monkeypatch):
             "uploads": upload.pk,
             # /arena/battles/{id}/: the sentiment task has no arena, so no battle (a 404).
             "arena": example.pk,
+            "conversations": conversation.pk,
+            "turns": turn.pk,
+            "replies": reply.pk,
         },
         "slugs": {"datasets": dataset.slug, "forks": fork.slug},
     }
+
+
+def seed_conversation(owner):
+    """A chat task and a conversation of ``owner`` with one answered turn (no model call)."""
+    from annotation.chat.models import ChatReply, ChatTurn, Conversation, ConversationSeat
+
+    task = TaskFactory(code="st-chat", config_name="chat", owners=[owner])
+    models = [
+        ModelFactory(
+            task=task,
+            owner=owner,
+            name=name,
+            protocol="openai_chat",
+            endpoint_url="http://chat.example/",
+            options={"model": name},
+        )
+        for name in ("chat-a", "chat-b")
+    ]
+    conversation = Conversation.objects.create(
+        task=task, round=task.rounds.get(number=1), config_version=task.current_config, user=owner
+    )
+    for position, model in enumerate(models):
+        ConversationSeat.objects.create(
+            conversation=conversation, position=position, model=model, model_name=model.name
+        )
+    turn = ChatTurn.objects.create(conversation=conversation, number=1, message="Hello?")
+    replies = [
+        ChatReply.objects.create(
+            turn=turn, position=position, model=model, status="done", text="Hi there."
+        )
+        for position, model in enumerate(models)
+    ]
+    return conversation, turn, replies[0]
 
 
 def board_services_snapshot(task, owner):
@@ -114,6 +151,9 @@ def pin_path_parameters(case, seeded) -> None:
         if kind == "tasks":  # /tasks/{code}/leaderboard/snapshots/{id}/
             kind = "snapshots"
         parameters["id"] = seeded["ids"][kind]
+    for name, kind in (("turn_id", "turns"), ("reply_id", "replies")):
+        if name in parameters:
+            parameters[name] = seeded["ids"][kind]
     if "slug" in parameters:
         kind = "forks" if "/forks/" in path else "datasets"
         parameters["slug"] = seeded["slugs"][kind]
