@@ -140,6 +140,7 @@ v1 = [
         arena_api.SnapshotDetailView.as_view(),
         name="arena-snapshot",
     ),
+    path("tasks/<slug:code>/arena/raters/", arena_api.RaterListView.as_view(), name="arena-raters"),
     path(
         "tasks/<slug:code>/arena/exclusions/",
         arena_api.ExclusionListView.as_view(),

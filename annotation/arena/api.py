@@ -23,6 +23,7 @@ from annotation.arena.selectors import (
     arena_config,
     battle_for_actor,
     exclusions,
+    rater_flags,
     snapshot_get,
     snapshots,
 )
@@ -32,6 +33,7 @@ from annotation.arena.serializers import (
     ArenaBoardSerializer,
     ArenaExclusionCreateSerializer,
     ArenaExclusionSerializer,
+    ArenaRaterSerializer,
     ArenaSnapshotCreateSerializer,
     ArenaSnapshotDetailSerializer,
     ArenaSnapshotSerializer,
@@ -162,6 +164,18 @@ class SnapshotDetailView(APIView):
     def get(self, request, code: str, snapshot_id: int):
         task = _arena_task(request, code)
         return Response(ArenaSnapshotDetailSerializer(snapshot_get(task, snapshot_id)).data)
+
+
+class RaterListView(APIView):
+    @extend_schema(
+        tags=TAGS,
+        summary="Each rater's agreement with the others on the counted votes, flags first (owners)",
+        responses=ArenaRaterSerializer(many=True),
+    )
+    def get(self, request, code: str):
+        task = _arena_task(request, code)
+        require(request, can_manage_task, task, "only the task's owners see the raters")
+        return Response(ArenaRaterSerializer(rater_flags(task), many=True).data)
 
 
 class ExclusionListView(APIView):

@@ -99,3 +99,12 @@ class ArenaExclusionSerializer(serializers.Serializer):
 class ArenaExclusionCreateSerializer(serializers.Serializer):
     rater = serializers.CharField(help_text="u:<user id> or c:<campaign worker id>")
     reason = serializers.CharField(max_length=2000)
+
+
+class ArenaRaterSerializer(serializers.Serializer):
+    rater = serializers.CharField(help_text="u:<user id> or c:<campaign worker id>")
+    label = serializers.CharField()
+    agreeing = serializers.IntegerField(help_text="Decisive votes that go the crowd's way.")
+    counted = serializers.IntegerField(help_text="Decisive votes on pairs the others judged.")
+    share = serializers.FloatField(allow_null=True)
+    flagged = serializers.BooleanField(help_text="Far below the other raters' agreement.")

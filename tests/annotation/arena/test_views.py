@@ -188,6 +188,8 @@ def test_the_api_holds_a_battle_and_serves_the_board(client, arena_task, voter, 
         content_type="application/json",
     )
     assert excluded.status_code == 201
+    raters = client.get("/api/v1/tasks/arena/arena/raters/").json()
+    assert raters == []  # the only rater's votes are left out
     assert client.get("/api/v1/tasks/arena/arena/board/").json()["battles"] == 0
 
 
