@@ -7,7 +7,11 @@ import csv
 import io
 import json
 import re
+import time
 
+from django.core.cache import cache
+
+from annotation.arena import board_page
 from annotation.arena.models import ArenaBattle, ArenaExclusion
 from tests.annotation.arena.fixtures import seeded_battles
 from tests.annotation.chat.fixtures import pump
@@ -203,4 +207,16 @@ def test_after_a_vote_the_page_shows_the_last_board_until_the_refresh_job_ran(
     assert client.get("/tasks/arena/arena/board.json").json()["battles"] == 25
     assert "20 counted votes" in client.get("/tasks/arena/arena/board/").content.decode()
     run_jobs("live")
+    assert "25 counted votes" in client.get("/tasks/arena/arena/board/").content.decode()
+
+
+def test_without_a_refresh_the_page_computes_the_board_itself_after_the_window(
+    client, arena_task, owner
+):
+    seeded_battles(arena_task, arena_task.arena_models, [owner], 20)
+    assert "20 counted votes" in client.get("/tasks/arena/arena/board/").content.decode()
+    seeded_battles(arena_task, arena_task.arena_models, [owner], 5, seed=9)
+    # No worker ran the refresh job, and the change is older than the window.
+    long_ago = time.time() - board_page.REFRESH_SECONDS - 1
+    cache.set(f"arena-board-changed:{arena_task.pk}", long_ago)
     assert "25 counted votes" in client.get("/tasks/arena/arena/board/").content.decode()
