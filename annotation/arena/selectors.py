@@ -135,8 +135,22 @@ def arena_board(task, *, style_control: bool | None = None) -> ArenaBoard:
     board = cache.get(key)
     if board is None:
         board = build_board(counted_rows(task), style_control=style)
-        cache.set(key, board, timeout=CACHE_SECONDS)
+        cache.set_many(
+            {key: board, _pair_ahead_key(task.pk): board.pair_ahead}, timeout=CACHE_SECONDS
+        )
     return board
+
+
+def _pair_ahead_key(task_id: int) -> str:
+    return f"arena-pair-ahead:{task_id}"
+
+
+def pair_ahead(task) -> dict[tuple[int, int], float]:
+    """Each pair's share of resamples ordering it one way, from the last board computed (a
+    vote or two behind at most, so a new battle never waits for a refit); computed when no
+    board was."""
+    shares = cache.get(_pair_ahead_key(task.pk))
+    return shares if shares is not None else arena_board(task).pair_ahead
 
 
 def pair_battles(task) -> dict[tuple[int, int], int]:

@@ -22,6 +22,7 @@ from annotation.arena.models import ArenaBattle, ArenaExclusion, ArenaSnapshot, 
 from annotation.arena.selectors import (
     arena_board,
     arena_config,
+    pair_ahead,
     pair_battles,
     votes_today,
 )
@@ -57,7 +58,7 @@ def _draw_pair(task: Task, round_: Round, rng: np.random.Generator):
         raise Conflict("an arena needs two chat models in the loop", code="arena.no_models")
     battles = pair_battles(task)
     if config.pairing == "uncertain":
-        ahead = arena_board(task).pair_ahead
+        ahead = pair_ahead(task)
         first, second = pairing.uncertain_pair(
             list(models), rng, battles, ahead, config.min_battles_per_pair
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from django.db import transaction
 
@@ -12,6 +13,7 @@ from annotation.arena import services
 from annotation.arena.export import battle_lines
 from annotation.arena.models import ArenaBattle
 from annotation.arena.selectors import arena_board, rater_flags, votes_today
+from annotation.arena.synthetic import synthetic_battles
 from annotation.chat import services as chat_services
 from annotation.chat.models import ConversationStatus
 from annotation.chat.services import FinishForm
@@ -161,3 +163,33 @@ def test_snapshot_freezes_the_board_for_owners_only(arena_task, owner):
     assert snapshot.board["battles"] == 30
     with pytest.raises(PermissionDenied):
         services.snapshot_create(arena_task, by=UserFactory(username="visitor"))
+
+
+def test_uncertain_pairing_favours_the_pair_whose_order_is_unsure(
+    arena_task, voter_actor, owner, chat_servers
+):
+    yaml = demo_config("arena").replace("pairing: uniform", "pairing: uncertain")
+    with transaction.atomic():
+        task_update_config(arena_task, yaml, user=owner)
+    arena_task.refresh_from_db()
+    third = register_chat_model(arena_task, owner, chat_servers[0].url, "Retrieval two")
+    strong, close_one, close_two = [*arena_task.arena_models, third]
+    strengths = {strong.pk: 2000.0, close_one.pk: 1000.0, close_two.pk: 1000.0}
+    synthetic_battles(
+        arena_task,
+        arena_task.rounds.get(number=1),
+        [strong, close_one, close_two],
+        [owner],
+        strengths,
+        300,
+        seed=2,
+    )
+    rng = np.random.default_rng(1)
+    pairs = []
+    for _ in range(20):
+        battle = services.battle_start(
+            task=arena_task, round_=arena_task.rounds.get(number=1), actor=voter_actor, rng=rng
+        )
+        pairs.append({battle.model_a_id, battle.model_b_id})
+        battle.conversation.delete()
+    assert sum(pair == {close_one.pk, close_two.pk} for pair in pairs) >= 14
