@@ -21,6 +21,7 @@ from annotation.actors import Actor
 from annotation.arena import hygiene
 from annotation.arena.board import ArenaBoard, CountedBattle, build_board
 from annotation.arena.models import ArenaBattle, ArenaExclusion, ArenaSnapshot
+from annotation.chat.models import ConversationStatus
 from annotation.chat.selectors import is_owner
 from tasks.config.arena import ArenaConfig
 from tasks.config.chat import ChatConfig
@@ -56,6 +57,17 @@ def battle_for_actor(pk: int, actor: Actor, *, code: str | None = None) -> Arena
     if battle is None or actor is None or not is_owner(battle.conversation, actor):
         raise NotFound("no such battle")
     return battle
+
+
+def open_battle(task, actor: Actor) -> ArenaBattle | None:
+    """The actor's latest battle of ``task`` still waiting for its vote, if any."""
+    column, value = actor.id_column()
+    return (
+        ArenaBattle.objects.filter(task=task, vote="", revealed_at__isnull=True)
+        .filter(conversation__status=ConversationStatus.ACTIVE, **{column: value})
+        .order_by("-id")
+        .first()
+    )
 
 
 def day_start(now: datetime | None = None) -> datetime:

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.arena import services
 from annotation.arena.board_page import board_fragment, matrix_rows
 from annotation.arena.export import battle_lines
-from annotation.arena.models import ArenaBattle, Vote
+from annotation.arena.models import Vote
 from annotation.arena.ratings import RESAMPLES
 from annotation.arena.selectors import (
     arena_board,
@@ -27,6 +27,7 @@ from annotation.arena.selectors import (
     battle_counts,
     battle_for_actor,
     exclusions,
+    open_battle,
     rater_flags,
     snapshot_get,
     snapshots,
@@ -62,13 +63,7 @@ def arena_home(request, code: str):
     round_ = round_for_actor(bundle, actor)
     if round_ is None:
         return render(request, "annotation/error.html", {"message": "No round is open."})
-    column, value = actor.id_column()
-    current = (
-        ArenaBattle.objects.filter(task=bundle.task, vote="", revealed_at__isnull=True)
-        .filter(conversation__status="active", **{column: value})
-        .order_by("-id")
-        .first()
-    )
+    current = open_battle(bundle.task, actor)
     if request.method == "POST":
         if current is None:
             current = services.battle_start(task=bundle.task, round_=round_, actor=actor)
