@@ -85,6 +85,10 @@ CHAT_OUT_OF_RANGE = "config.E088"
 CHAT_CHOICE_WITHOUT_BEST = "config.E089"
 CHAT_METRIC_CONFLICT = "config.E090"
 
+# -- arena (tasks.config.arena) ------------------------------------------------------------
+ARENA_OUT_OF_RANGE = "config.E091"
+ARENA_CHAT_CONFLICT = "config.E092"
+
 # -- values checked against a config (tasks.config.values) ------------------------------
 VALUE_NOT_MAPPING = "value.E100"
 VALUE_MISSING = "value.E101"
@@ -163,6 +167,8 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         CHAT_OUT_OF_RANGE: "a chat number is outside its range (turns, models per turn...)",
         CHAT_CHOICE_WITHOUT_BEST: "chat.turn_choice lacks best, or is given for one model",
         CHAT_METRIC_CONFLICT: "a chat task has a model_wrong_metric other than ask_user",
+        ARENA_OUT_OF_RANGE: "an arena number or identity word is outside its range",
+        ARENA_CHAT_CONFLICT: "the chat section of an arena task has not two hidden seats",
         VALUE_NOT_MAPPING: "the value is not a JSON object",
         VALUE_MISSING: "a required field is missing or empty",
         VALUE_UNKNOWN_KEY: "a key the config does not define",

@@ -8,8 +8,9 @@ section to its module, in a fixed order: the form (v1 field lists through ``fiel
 Dynabench's v2 components through ``components``), metadata, outputs, the relations between
 fields, ``model_wrong_metric`` and ``model_evaluation_metric``, the model maps
 (``model_maps``), the leaderboard metrics, the page settings (``page_settings``), the free
-texts (``goal_message``, ``content_warning``, ``instructions``), then the ``chat`` section.
-Pure: no Django, no DB, no HTTP.
+texts (``goal_message``, ``content_warning``, ``instructions``), then the ``chat`` section
+and the ``arena`` section (which may give the chat its two seats). Pure: no Django, no DB, no
+HTTP.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.config import codes
+from tasks.config.arena import read_arena
 from tasks.config.chat import check_chat_with_metric, read_chat
 from tasks.config.checker import DocumentChecker
 from tasks.config.components import V2_FORM_KEYS, V2Form, is_v2, read_v2_form
@@ -80,6 +82,7 @@ TOP_LEVEL_KEYS = (
     "instructions",
     *MODEL_SIDE_KEYS,
     "chat",
+    "arena",
 )
 # Dynabench keys this platform knows about but does not implement.
 UNSUPPORTED_TOP_LEVEL_KEYS = {
@@ -137,6 +140,7 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
     }
     check_validation_context(checker, top)
     chat = read_chat(checker, top)
+    arena, chat = read_arena(checker, top, chat)
     check_chat_with_metric(checker, top, chat, task_fields.model_wrong_metric.type)
     if checker.issues:
         return None
@@ -155,6 +159,7 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
         **pages,
         warnings=tuple(checker.warnings),
         chat=chat,
+        arena=arena,
     )
 
 

@@ -14,6 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks.config.arena import (
+    ARENA_KEYS,
+    MAX_DAILY_CAP,
+    MAX_IDENTITY_WORD_LENGTH,
+    MAX_IDENTITY_WORDS,
+    MAX_MIN_BATTLES,
+    PAIRINGS,
+)
 from tasks.config.chat import (
     CHAT_KEYS,
     FOOLED_BY,
@@ -156,6 +164,7 @@ def task_config_schema(schema_id: str | None = None) -> dict[str, Any]:
         "content_warning": STRING,
         "instructions": STRING,
         "chat": _chat_schema(),
+        "arena": _arena_schema(),
         **_model_side_schemas(),
     }
     missing = set(TOP_LEVEL_KEYS) - set(properties)
@@ -344,6 +353,28 @@ def _chat_schema() -> dict[str, Any]:
         "reply_timeout": between(1, MAX_REPLY_TIMEOUT),
     }
     return _object(_checked_keys(properties, CHAT_KEYS))
+
+
+def _arena_schema() -> dict[str, Any]:
+    """The ``arena`` section (``tasks.config.arena``), with the parser's ranges."""
+    word = {"type": "string", "minLength": 1, "maxLength": MAX_IDENTITY_WORD_LENGTH}
+    properties = {
+        "pairing": {"enum": list(PAIRINGS)},
+        "min_battles_per_pair": {"type": "integer", "minimum": 0, "maximum": MAX_MIN_BATTLES},
+        "daily_vote_cap": {"type": "integer", "minimum": 0, "maximum": MAX_DAILY_CAP},
+        "identity_words": {
+            "type": "array",
+            "items": word,
+            "maxItems": MAX_IDENTITY_WORDS,
+            "uniqueItems": True,
+        },
+        "void_identity_votes": BOOLEAN,
+        "style_control": BOOLEAN,
+        "flag_min_votes": {"type": "integer", "minimum": 1, "maximum": 10_000},
+        "flag_spread": {"type": "number", "minimum": 0.5, "maximum": 10},
+        "sealed": BOOLEAN,
+    }
+    return _object(_checked_keys(properties, ARENA_KEYS))
 
 
 def _model_side_schemas() -> dict[str, Any]:
