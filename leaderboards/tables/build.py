@@ -1,8 +1,9 @@
 """Build one page of the leaderboard: Dynascore glue, sorting, paging (pure: no DB, no HTTP).
 
-Contract: ``build_leaderboard_table`` takes plain records (the models a viewer may see,
-their per-dataset scores as ``ScoreColumns`` or ``ScoreRecord`` objects, or a ``Board`` of
-them, the visible datasets and the task config's metrics) and returns a typed
+Contract: ``build_leaderboard_table`` takes a ``LeaderboardRequest`` of plain records (the
+models a viewer may see, their per-dataset scores as ``ScoreColumns`` or ``ScoreRecord``
+objects, or a ``Board`` of them, the visible datasets and the task config's metrics, with
+the weights, the sort and the page) and returns a typed
 ``LeaderboardTable``; ``leaderboards.selectors.boards.leaderboard_table`` loads those
 records with a fixed number of queries and calls it.
 
@@ -116,45 +117,60 @@ def _compute_now(compute: Callable[[], BoardIntervals]) -> BoardIntervals:
     return compute()
 
 
-def build_leaderboard_table(
-    *,
-    task_code: str,
-    metric_specs: Sequence[Any],
-    datasets: Sequence[DatasetRecord],
-    models: Sequence[ModelRecord] = (),
-    scores: ScoreColumns | Iterable[ScoreRecord] = (),
-    weights: LeaderboardWeights,
-    board: Board | None = None,
-    sort: str = DEFAULT_SORT,
-    page: int = 1,
-    page_size: int = DEFAULT_PAGE_SIZE,
-    instance_memory_gb: float = DEFAULT_INSTANCE_MEMORY_GB,
-    messages: Sequence[str] = (),
-    remember: Callable[[Callable[[], BoardIntervals]], BoardIntervals] = _compute_now,
-) -> LeaderboardTable:
-    """Return one page of the leaderboard of ``models`` (see the module docstring).
+@dataclass(frozen=True)
+class LeaderboardRequest:
+    """What one page of a leaderboard is built from (``build_leaderboard_table``).
+
+    ``models`` and ``scores`` (``ScoreColumns`` or ``ScoreRecord`` objects), or a
+    ``board`` of them (by dataset slug, e.g. from ``leaderboards.cubes``), are the models
+    a viewer may see; ``datasets`` the visible datasets; ``metric_specs`` the task
+    config's metrics. ``messages`` start the page's notes. ``remember(compute)`` returns
+    ``compute()`` or the intervals it kept for the same board and weights.
+    """
+
+    task_code: str
+    metric_specs: Sequence[Any]
+    datasets: Sequence[DatasetRecord]
+    weights: LeaderboardWeights
+    models: Sequence[ModelRecord] = ()
+    scores: ScoreColumns | Iterable[ScoreRecord] = ()
+    board: Board | None = None
+    sort: str = DEFAULT_SORT
+    page: int = 1
+    page_size: int = DEFAULT_PAGE_SIZE
+    instance_memory_gb: float = DEFAULT_INSTANCE_MEMORY_GB
+    messages: Sequence[str] = ()
+    remember: Callable[[Callable[[], BoardIntervals]], BoardIntervals] = _compute_now
+
+
+def build_leaderboard_table(request: LeaderboardRequest) -> LeaderboardTable:
+    """Return one page of the leaderboard of the requested models (see the module docstring).
 
     The Dynascore of every model is computed in one pass on numpy arrays (the fast path of
     ``leaderboards.dynascore``, equal to the reference to the last bit); every model is
     ordered, but only the page rows are built into ``LeaderboardRow`` objects, so the
-    Python work per model is a few list and array operations. ``board`` (a ``Board`` of
-    the listed models and of ``datasets``, by slug, e.g. from ``leaderboards.cubes``)
-    replaces ``models`` and ``scores``. The bootstrap intervals (a thousand Dynascores
-    per model) do not depend on the sort or the page: ``remember(compute)`` returns
-    ``compute()`` or a copy it kept for the same board and weights.
+    Python work per model is a few list and array operations. The bootstrap intervals (a
+    thousand Dynascores per model) do not depend on the sort or the page, so that
+    ``request.remember`` may keep them.
     """
-    notes = list(messages)
+    notes = list(request.messages)
+    metric_specs, datasets, weights = request.metric_specs, request.datasets, request.weights
     main_metric = _main_metric_name(metric_specs)
     scoring = [dataset for dataset in datasets if dataset.access_type == "scoring"]
     dataset_weights = _dataset_weights(scoring, weights)
+    board = request.board
     if board is None:
-        board = _load_board(models, datasets, scores, metric_specs, main_metric)
+        board = _load_board(request.models, datasets, request.scores, metric_specs, main_metric)
     scored = _score_board(
-        board, metric_specs, weights, dataset_weights, main_metric, instance_memory_gb, notes
+        board,
+        metric_specs,
+        weights,
+        dataset_weights,
+        main_metric,
+        request.instance_memory_gb,
+        notes,
     )
-    paged = _paginate(
-        board, scored, scoring, dataset_weights, main_metric, sort, page, page_size, remember, notes
-    )
+    paged = _paginate(request, board, scored, scoring, dataset_weights, main_metric, notes)
     rows = _page_rows(
         board, scored, paged.rows, metric_specs, datasets, main_metric, paged.intervals
     )
@@ -163,15 +179,15 @@ def build_leaderboard_table(
     if len(trend_rounds) < 2:
         bar_datasets, bars = dataset_bars_of_top_models(scored.result, scoring, board)
     return LeaderboardTable(
-        task_code=task_code,
+        task_code=request.task_code,
         main_metric=main_metric,
         weights=LeaderboardWeights(
             metrics={spec.name: _metric_weight(weights, spec) for spec in metric_specs},
             datasets=dataset_weights,
         ),
-        sort=sort,
+        sort=request.sort,
         page=paged.page,
-        page_size=page_size,
+        page_size=request.page_size,
         page_count=paged.page_count,
         total_rows=paged.total_rows,
         metrics=_metric_columns(scored, weights),
@@ -391,15 +407,12 @@ class _Page:
 
 
 def _paginate(
+    request: LeaderboardRequest,
     board: Board,
     scored: ScoredBoard,
     scoring: Sequence[DatasetRecord],
     dataset_weights: Mapping[str, float],
     main_metric: str,
-    sort: str,
-    page: int,
-    page_size: int,
-    remember: Callable[[Callable[[], BoardIntervals]], BoardIntervals],
     notes: list[str],
 ) -> _Page:
     """Order every model (arrays) and cut the page, with the intervals it shows.
@@ -416,13 +429,14 @@ def _paginate(
             board, weighted, scored.averages, scored.metric_inputs, main_metric, scored.result, rows
         )
 
+    sort, page_size = request.sort, request.page_size
     intervals: BoardIntervals | None = None
     ci_lows = np.full(len(board.keys), np.nan)
     if sort.removeprefix("-") == "ci":
-        intervals = remember(lambda: intervals_of(None))
+        intervals = request.remember(lambda: intervals_of(None))
         ci_lows = intervals.lows
     order = _order_models(board, scored, sort, ci_lows)
-    page, page_count = _clamp_page(len(order), page, page_size, notes)
+    page, page_count = _clamp_page(len(order), request.page, page_size, notes)
     page_rows = order[(page - 1) * page_size : page * page_size]
     if intervals is None:
         intervals = intervals_of(page_rows)
