@@ -455,39 +455,13 @@ def request_json(
 
     Raises a ``ModelCallError`` subclass for every failure (see the module docstring).
     """
-    if verify is False or verify is None or verify == "":
-        raise ValueError("TLS verification of model endpoints cannot be disabled")
-    if connect_timeout <= 0 or read_timeout <= 0:
-        raise ValueError("model calls need positive connect and read timeouts")
+    _check_call_settings(verify, connect_timeout, read_timeout)
     secrets = tuple(secret for secret in (token, *extra_secrets) if secret)
     policy.check_url_static(url)
-
-    headers = {"Accept": "application/json"}
-    data: bytes | None = None
-    if json_body is not None:
-        data = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode()
-        headers["Content-Type"] = "application/json"
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
     session = session_for(policy)
-    try:
-        prepared = session.prepare_request(
-            requests.Request(method, url, headers=headers, data=data)
-        )
-    except (requests.RequestException, ValueError):
-        # requests' message quotes the header value, which holds the token: say less.
-        raise ModelConfigurationError("the model URL or token cannot be used in a request")
-
-    if retry.total_deadline_seconds is not None:
-        budget = retry.total_deadline_seconds
-    else:
-        budget = retry.max_attempts * (connect_timeout + read_timeout) + sum(
-            retry.backoff_max_seconds for _ in range(retry.max_attempts - 1)
-        )
+    prepared = _prepared_request(session, method, url, json_body, token)
     started = time.monotonic()
-    deadline = started + budget
-    if retry.deadline_at is not None:
-        deadline = min(deadline, retry.deadline_at)
+    deadline = _total_deadline(retry, connect_timeout, read_timeout, started)
     for attempt in range(1, retry.max_attempts + 1):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -507,20 +481,9 @@ def request_json(
         except ModelCallError as error:
             error.attempts = attempt  # type: ignore[attr-defined]
             delay = retry.backoff(attempt)
-            if (
-                attempt >= retry.max_attempts
-                or not retry.should_retry(error)
-                or time.monotonic() + delay >= deadline
-            ):
+            if _is_last_attempt(retry, error, attempt, delay, deadline):
                 raise
-            logger.info(
-                "retrying model call %s %s after %s (attempt %d of %d)",
-                method,
-                scrub(loggable_url(url), secrets),
-                error.code,
-                attempt,
-                retry.max_attempts,
-            )
+            _log_retry(method, url, secrets, error, attempt, retry)
             time.sleep(delay)
             continue
         return HttpResult(
@@ -532,3 +495,80 @@ def request_json(
             attempts=attempt,
         )
     raise AssertionError("unreachable: the loop returns or raises")
+
+
+def _is_last_attempt(
+    retry: RetryPolicy, error: ModelCallError, attempt: int, delay: float, deadline: float
+) -> bool:
+    """Return whether ``error`` ends the call: no attempt left, not retryable, or no time
+    left for the backoff ``delay``."""
+    return (
+        attempt >= retry.max_attempts
+        or not retry.should_retry(error)
+        or time.monotonic() + delay >= deadline
+    )
+
+
+def _log_retry(
+    method: str,
+    url: str,
+    secrets: tuple[str, ...],
+    error: ModelCallError,
+    attempt: int,
+    retry: RetryPolicy,
+) -> None:
+    logger.info(
+        "retrying model call %s %s after %s (attempt %d of %d)",
+        method,
+        scrub(loggable_url(url), secrets),
+        error.code,
+        attempt,
+        retry.max_attempts,
+    )
+
+
+def _check_call_settings(verify: bool | str, connect_timeout: float, read_timeout: float) -> None:
+    """Refuse a call without TLS verification or without positive timeouts (a programming
+    error, not a model's failure)."""
+    if verify is False or verify is None or verify == "":
+        raise ValueError("TLS verification of model endpoints cannot be disabled")
+    if connect_timeout <= 0 or read_timeout <= 0:
+        raise ValueError("model calls need positive connect and read timeouts")
+
+
+def _prepared_request(
+    session: requests.Session, method: str, url: str, json_body: Any, token: str | None
+) -> requests.PreparedRequest:
+    """Return the request to send: JSON accepted, ``json_body`` as JSON, the bearer token."""
+    headers = {"Accept": "application/json"}
+    data: bytes | None = None
+    if json_body is not None:
+        data = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode()
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        return session.prepare_request(requests.Request(method, url, headers=headers, data=data))
+    except (requests.RequestException, ValueError):
+        # requests' message quotes the header value, which holds the token: say less.
+        raise ModelConfigurationError("the model URL or token cannot be used in a request")
+
+
+def _total_deadline(
+    retry: RetryPolicy, connect_timeout: float, read_timeout: float, started: float
+) -> float:
+    """Return the monotonic time by which every attempt must be over.
+
+    The policy's total deadline, else every attempt's full timeouts and the longest
+    backoffs between them; never later than the policy's ``deadline_at``.
+    """
+    if retry.total_deadline_seconds is not None:
+        budget = retry.total_deadline_seconds
+    else:
+        budget = retry.max_attempts * (connect_timeout + read_timeout) + sum(
+            retry.backoff_max_seconds for _ in range(retry.max_attempts - 1)
+        )
+    deadline = started + budget
+    if retry.deadline_at is not None:
+        deadline = min(deadline, retry.deadline_at)
+    return deadline

@@ -60,46 +60,60 @@ def read_outputs(
             continue
         if "type" in mapping.items:
             raw = read_field(checker, item, path, "output")
-            if raw is not None:
-                resolved.append(raw)
-            continue
-        name = read_field_name(checker, mapping, path, item, "output")
-        if name is None:
-            continue
-        definition = definitions.get(name)
-        if definition is None and name in checker.written("input", "context"):
-            continue  # the definition itself is broken and already reported
-        if definition is None:
-            checker.error_at(
-                codes.UNDEFINED_ABBREVIATED_OUTPUT,
-                path,
-                f"the output {name!r} has no type and no input or context field has that "
-                "name; give it a full definition",
-                item,
-            )
-            continue
-        for key in mapping.items:
-            if key != "name":
-                checker.error(
-                    codes.ABBREVIATED_OUTPUT_EXTRA_KEYS,
-                    join_path(path, key),
-                    f"{{name: {name}}} takes its definition from {definition.path}; "
-                    f"remove {key!r} (or give a full definition under a new name)",
-                    mapping.key_lines[key],
-                )
-        if name in seen:
-            checker.error_at(
-                codes.DUPLICATE_NAME,
-                join_path(path, "name"),
-                f"the output {name!r} is listed twice (first at output[{seen[name]}])",
-                item,
-            )
-            continue
-        seen[name] = index
-        spec = replace(definition.spec, line=item.line)
-        # The "output*" section marks a resolved copy: it is not a second definition.
-        resolved.append(RawField(spec, "output*", path, item, mapping))
+        else:
+            raw = _abbreviated_output(checker, mapping, item, path, index, definitions, seen)
+        if raw is not None:
+            resolved.append(raw)
     return resolved
+
+
+def _abbreviated_output(
+    checker: DocumentChecker,
+    mapping: LocatedMapping,
+    item: LocatedValue,
+    path: str,
+    index: int,
+    definitions: dict[str, RawField],
+    seen: dict[str, int],
+) -> RawField | None:
+    """Resolve ``{name: ...}`` at ``output[index]`` to the input or context field of that
+    name; None (after reporting why, unless already reported) when it cannot be."""
+    name = read_field_name(checker, mapping, path, item, "output")
+    if name is None:
+        return None
+    definition = definitions.get(name)
+    if definition is None and name in checker.written("input", "context"):
+        return None  # the definition itself is broken and already reported
+    if definition is None:
+        checker.error_at(
+            codes.UNDEFINED_ABBREVIATED_OUTPUT,
+            path,
+            f"the output {name!r} has no type and no input or context field has that "
+            "name; give it a full definition",
+            item,
+        )
+        return None
+    for key in mapping.items:
+        if key != "name":
+            checker.error(
+                codes.ABBREVIATED_OUTPUT_EXTRA_KEYS,
+                join_path(path, key),
+                f"{{name: {name}}} takes its definition from {definition.path}; "
+                f"remove {key!r} (or give a full definition under a new name)",
+                mapping.key_lines[key],
+            )
+    if name in seen:
+        checker.error_at(
+            codes.DUPLICATE_NAME,
+            join_path(path, "name"),
+            f"the output {name!r} is listed twice (first at output[{seen[name]}])",
+            item,
+        )
+        return None
+    seen[name] = index
+    spec = replace(definition.spec, line=item.line)
+    # The "output*" section marks a resolved copy: it is not a second definition.
+    return RawField(spec, "output*", path, item, mapping)
 
 
 def _is_v2_answer(raw: RawField) -> bool:
