@@ -103,6 +103,7 @@ UNSUPPORTED_ARTIFACT_KEYS = {
     "best, tie or all bad",
     "additional_label": "an additional label on each answer is not supported",
 }
+METRIC_TYPE_KEYS = (("model_wrong_metric", "type"), ("model_evaluation_metric", "metric_name"))
 V2_SLIDER_LABEL = "How much better is your choice?"
 GENERATIVE_PATH = "context.generative_context"
 ARTIFACTS_PATH = "context.generative_context.artifacts"
@@ -344,21 +345,32 @@ def check_chat_with_metric(
 ) -> None:
     """A chat task decides "fooled" with ``chat.fooled_by``: its metric must be ``ask_user``.
 
-    The error is at ``model_wrong_metric``, or at ``model_evaluation_metric`` (its v2
-    spelling) when only that one is written.
+    Checked on what is written (``model_wrong_metric.type``, or its v2 spelling
+    ``model_evaluation_metric.metric_name``), so that the conflict is reported even when the
+    metric has other problems (a chat has no target for ``exact_match`` to compare).
     """
-    if chat is None or metric_type == "ask_user":
+    if chat is None:
         return
-    key = "model_wrong_metric"
-    if key not in top.items and "model_evaluation_metric" in top.items:
-        key = "model_evaluation_metric"
-    checker.error(
-        codes.CHAT_METRIC_CONFLICT,
-        key,
-        "a chat task decides whether the model was fooled with chat.fooled_by (the worker "
-        f"by default); leave {key} out (or use ask_user)",
-        top.key_lines.get(key),
-    )
+    written = {key: _written_metric(top, key, type_key) for key, type_key in METRIC_TYPE_KEYS}
+    if metric_type != "ask_user" and not any(written.values()):
+        written["model_wrong_metric"] = metric_type
+    for key, value in written.items():
+        if value and value != "ask_user":
+            checker.error(
+                codes.CHAT_METRIC_CONFLICT,
+                key,
+                "a chat task decides whether the model was fooled with chat.fooled_by (the "
+                f"worker by default); leave {key} out (or use ask_user), not {value[:60]!r}",
+                top.key_lines.get(key),
+            )
+
+
+def _written_metric(top: LocatedMapping, key: str, type_key: str) -> str | None:
+    node = top.items.get(key)
+    if node is None or not isinstance(node.value, LocatedMapping):
+        return None
+    type_node = node.value.items.get(type_key)
+    return type_node.value if type_node is not None and isinstance(type_node.value, str) else None
 
 
 # -- v2: Dynabench's chat context types -------------------------------------------------------

@@ -586,7 +586,7 @@ def _chat_form(checker: DocumentChecker, form: V2Form) -> None:
                 codes.V2_NOT_SUPPORTED,
                 "goal.type",
                 "a chat has no target label: its goal is plain-text (or absent)",
-                raw.node,
+                raw.mapping.items.get("type", raw.node),
             )
         else:
             form.create.append(replace(raw, section="metadata.create"))
