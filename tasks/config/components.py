@@ -183,9 +183,7 @@ def read_v2_form(checker: DocumentChecker, top: LocatedMapping, root: LocatedVal
     if selection is not None:
         form.inputs.append(selection)
     _read_validation_inputs(checker, top, form)
-    if form.chat_node is not None:
-        _chat_form(checker, form)
-    elif not form.inputs and checker.given(top, "user_input") is None:
+    if form.chat_node is None and not form.inputs and checker.given(top, "user_input") is None:
         checker.error_at(
             codes.MISSING_KEY,
             "user_input",
@@ -193,6 +191,8 @@ def read_v2_form(checker: DocumentChecker, top: LocatedMapping, root: LocatedVal
             root,
         )
     _apply_required_fields(checker, top, form)
+    if form.chat_node is not None:
+        _chat_form(checker, form)
     return form
 
 

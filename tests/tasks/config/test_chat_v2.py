@@ -188,3 +188,21 @@ def test_without_perf_metric_the_usual_error_is_given():
     assert problems("context:\n  type: chat-with-instructions\n") == [
         (codes.MISSING_KEY, "perf_metric", 1)
     ]
+
+
+def test_required_fields_choose_the_required_questions_and_the_message_stays_required():
+    text = """\
+    user_input:
+      - {type: text, field_name_for_the_model: topic}
+      - {type: text, field_name_for_the_model: mood}
+    required_fields: [mood]
+    context:
+      type: chat-with-instructions
+    perf_metric:
+      type: chrf
+      reference_name: reply
+    """
+    config = parse(text)
+    assert [(spec.name, spec.optional) for spec in config.input] == [("message", False)]
+    optional = {spec.name: spec.optional for spec in config.metadata_create}
+    assert optional == {"topic": True, "mood": False}
