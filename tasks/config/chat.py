@@ -397,8 +397,8 @@ def read_v2_chat(checker: DocumentChecker, context: LocatedMapping, kind: str) -
     models = 1
     if kind == "evaluate-texts-generative":
         models = _v2_models(checker, artifacts)
-    instructions = checker.optional_string(artifacts, "first_explainatory_block", path)
-    instructions = instructions or checker.optional_string(artifacts, "prompt", path)
+    block = checker.optional_string(artifacts, "first_explainatory_block", path)
+    prompt = checker.optional_string(artifacts, "prompt", path)
     min_turns = reader.integer("min_interactions", 1, 1, MAX_TURNS)
     max_turns = reader.integer("max_interactions", max(10, min_turns), 1, MAX_TURNS)
     if max_turns < min_turns:
@@ -415,7 +415,7 @@ def read_v2_chat(checker: DocumentChecker, context: LocatedMapping, kind: str) -
             artifacts.key_lines["memory_on"],
         )
     config = ChatConfig(
-        instructions=instructions,
+        instructions=block or prompt,
         models_per_turn=models,
         min_turns=min_turns,
         max_turns=max_turns,
