@@ -155,7 +155,7 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         MIXED_FORMATS: "a config mixes v1 fields (input) with v2 components (goal, user_input)",
         UNKNOWN_COMPONENT: "an unknown v2 component type",
         V2_NOT_SUPPORTED: "a Dynabench v2 component or key this platform does not support",
-        CHAT_NOT_SUPPORTED: "a Dynabench chat component: not supported yet",
+        CHAT_NOT_SUPPORTED: "a key of a Dynabench v2 chat context this platform does not support",
         BAD_MODEL_MAP: "model_input, model_output or cast_output names no usable field or "
         "repeats a key",
         CONFLICTING_KEYS: "two keys that say the same thing disagree",

@@ -19,6 +19,9 @@ from tasks.config.fields import TYPES_NOT_IN_SECTION, RawField, read_field, read
 from tasks.config.located_yaml import LocatedMapping, LocatedValue
 from tasks.config.types import FieldSpec, FieldType
 
+# The output of a v2 chat that writes none: the model's reply.
+CHAT_REPLY_OUTPUT = "reply"
+
 
 def read_outputs(
     checker: DocumentChecker,
@@ -28,17 +31,21 @@ def read_outputs(
     inputs: list[RawField],
     *,
     derive: bool = False,
+    chat_reply: bool = False,
 ) -> list[RawField]:
     """Read ``output``; an entry without ``type`` takes an input/context definition.
 
     With ``derive`` (a v2 form), a missing ``output`` is the worker's answers the model must
-    match: the goal field and the selection in a selectable-text context.
+    match: the goal field and the selection in a selectable-text context; with
+    ``chat_reply`` too (a v2 chat context), it is the model's reply, a string ``reply``.
     """
     node = checker.given(top, "output")
     if node is None and derive:
         derived = [raw for raw in inputs if _is_v2_answer(raw)]
         if derived:
             return [replace(raw, section="output*", path="output") for raw in derived]
+        if chat_reply:
+            return [_chat_reply(root)]
     if node is None:
         checker.output_readable = False
         checker.error_at(codes.MISSING_KEY, "output", "'output' is required", root)
@@ -114,6 +121,12 @@ def _abbreviated_output(
     spec = replace(definition.spec, line=item.line)
     # The "output*" section marks a resolved copy: it is not a second definition.
     return RawField(spec, "output*", path, item, mapping)
+
+
+def _chat_reply(root: LocatedValue) -> RawField:
+    """The output of a v2 chat without ``output``: the model's reply (``reply``, a string)."""
+    spec = FieldSpec(name=CHAT_REPLY_OUTPUT, type=FieldType.STRING, display_name=CHAT_REPLY_OUTPUT)
+    return RawField(spec, "output*", "output", root, LocatedMapping({}, {}))
 
 
 def _is_v2_answer(raw: RawField) -> bool:

@@ -33,6 +33,11 @@ from tasks.config.chat import (
     MAX_TURNS,
     SCALE_KEYS,
     TURN_CHOICES,
+    V2_ARTIFACT_KEYS,
+    V2_CHAT_CONTEXT_KEYS,
+    V2_CHAT_GENERATIVE_TYPES,
+    V2_CHAT_TYPES,
+    V2_GENERATIVE_KEYS,
 )
 from tasks.config.components import (
     CONTEXT_COMPONENTS,
@@ -143,7 +148,9 @@ def task_config_schema(schema_id: str | None = None) -> dict[str, Any]:
     v2_context = _components_schema(CONTEXT_COMPONENTS)
     properties: dict[str, Any] = {
         "schema_version": {"const": 1},
-        "context": {"anyOf": [{"type": "array", "items": field}, v2_context]},
+        "context": {
+            "anyOf": [{"type": "array", "items": field}, v2_context, _chat_context_schema()]
+        },
         "input": {"type": "array", "items": field, "minItems": 1},
         "goal": _components_schema(GOAL_COMPONENTS),
         "user_input": {"type": "array", "items": _components_schema(USER_INPUT_COMPONENTS)},
@@ -309,6 +316,31 @@ def _aggregation_schema() -> dict[str, Any]:
             "count_self_reported": BOOLEAN,
         }
     )
+
+
+def _chat_context_schema() -> dict[str, Any]:
+    """A v2 chat context (``tasks.config.chat.read_v2_chat``): the keys it reads, no others."""
+    turns = {"type": "integer", "minimum": 1, "maximum": MAX_TURNS}
+    artifacts = {
+        "providers": {"type": ["array", "object"]},
+        "first_explainatory_block": STRING,
+        "prompt": STRING,
+        "options_slider": {"type": "array", "items": INTEGER, "minItems": 2, "maxItems": 2},
+        "min_interactions": turns,
+        "max_interactions": turns,
+        "memory_on": {"const": True},
+    }
+    generative = {
+        "type": {"enum": list(V2_CHAT_GENERATIVE_TYPES)},
+        "is_generative": {"const": True},
+        "is_unique": BOOLEAN,
+        "artifacts": _object(_checked_keys(artifacts, V2_ARTIFACT_KEYS)),
+    }
+    context = {
+        "type": {"enum": list(V2_CHAT_TYPES)},
+        "generative_context": _object(_checked_keys(generative, V2_GENERATIVE_KEYS)),
+    }
+    return _object(_checked_keys(context, V2_CHAT_CONTEXT_KEYS), required=["type"])
 
 
 def _chat_schema() -> dict[str, Any]:
