@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -222,6 +223,22 @@ def sse(kind: str, data) -> str:
     return f"event: {kind}\n{lines}\n"
 
 
+# Fields of a terminal event that never reach the worker: the version a server reports often
+# names the model, which stays hidden until the end (the reply row has it for the owners).
+HIDDEN_EVENT_FIELDS = ("model_version",)
+
+
+def terminal_fields(data: str) -> dict | str:
+    """The fields of a terminal event as relayed: the stored ones but the hidden ones."""
+    try:
+        fields = json.loads(data)
+    except ValueError:
+        return data
+    if not isinstance(fields, dict):
+        return data
+    return {key: value for key, value in fields.items() if key not in HIDDEN_EVENT_FIELDS}
+
+
 def reply_events(reply: ChatReply, attempt: int, seconds: float):
     """The events of one reply attempt: from its stream, or from the row once stored."""
     if reply.attempt != attempt or reply.status != ReplyStatus.STREAMING:
@@ -237,9 +254,10 @@ def reply_events(reply: ChatReply, attempt: int, seconds: float):
         if kind is None:
             yield ": keep-alive\n\n"
             continue
-        yield sse(kind, data)
         if kind in streams.TERMINAL:
+            yield sse(kind, terminal_fields(data))
             return
+        yield sse(kind, data)
     message = "The reply did not arrive in time. Retry it."
     yield sse(streams.ERROR, {"status": "lost", "error_message": message})
 
@@ -321,6 +339,7 @@ def _owned_task(request, code: str):
 
 
 @require_GET
+@login_required
 def chat_results(request, code: str):
     """The owners' page: fooling rates per model and the two exports."""
     try:
@@ -332,6 +351,7 @@ def chat_results(request, code: str):
 
 
 @require_GET
+@login_required
 def chat_export(request, code: str, kind: str):
     """``conversations.jsonl`` or ``preferences.jsonl`` of the task (``?round=N``), streamed."""
     if kind not in EXPORTS:
