@@ -34,7 +34,9 @@ def is_owner(conversation: Conversation, actor: Actor | None) -> bool:
     return worker is not None and conversation.campaign_worker_id == worker.pk
 
 
-def conversation_for_actor(pk: int, actor: Actor | None, *, code: str | None = None) -> Conversation:
+def conversation_for_actor(
+    pk: int, actor: Actor | None, *, code: str | None = None
+) -> Conversation:
     """The actor's own conversation ``pk`` (of task ``code``) with its task and seats."""
     queryset = Conversation.objects.select_related(
         "task", "round", "config_version", "example"

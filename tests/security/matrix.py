@@ -215,9 +215,7 @@ MATRIX: dict[str, Check] = {
     # A conversation is its worker's alone: others get a 404, whoever they are.
     "annotation:chat_page": row(L, 404, 200, 404, 404, 404, 404, kwargs=_chat()),
     "annotation:chat_turn": row(L, 404, 200, 404, 404, 404, 404, kwargs=_chat(turn_id=True)),
-    "annotation:chat_reply_box": row(
-        L, 404, 200, 404, 404, 404, 404, kwargs=_chat(reply_id=True)
-    ),
+    "annotation:chat_reply_box": row(L, 404, 200, 404, 404, 404, 404, kwargs=_chat(reply_id=True)),
     # The reply is stored: its stream replays it from the row.
     "annotation:chat_reply_stream": row(
         L, 404, 200, 404, 404, 404, 404, kwargs=_chat(reply_id=True)
