@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.actors import campaign_quota_reached
 from annotation.chat import services, streams
 from annotation.chat.export import conversation_lines, preference_lines
 from annotation.chat.models import ChatReply, ConversationStatus, ReplyStatus
@@ -38,7 +39,12 @@ from annotation.chat.services import FinishForm
 from annotation.models import Campaign
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor
 from annotation.stats.summaries import round_by_number
-from annotation.views.access import annotation_view, error_page, require_campaign_kind
+from annotation.views.access import (
+    annotation_view,
+    campaign_done_url,
+    error_page,
+    require_campaign_kind,
+)
 from tasks.errors import PermissionDenied, ServiceError
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
@@ -99,6 +105,8 @@ def chat_home(request, code: str):
     actor = request.actor
     bundle = bundle_for_actor(code, actor)
     require_campaign_kind(actor, Campaign.Kind.CREATE)
+    if campaign_quota_reached(actor):  # as on the create page: no new work past the quota
+        return redirect(campaign_done_url(bundle.task))
     config = bundle.config
     if config is None or config.chat is None:
         raise Http404("this task is not a chat task")

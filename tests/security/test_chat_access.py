@@ -175,3 +175,30 @@ def test_the_stream_relay_drops_the_model_version(world, redis_connection):
         body = response_text(client.get(path))
         assert "event: done" in body and '"latency_ms": 1.0' in body, body
         assert not _names_in(body), body
+
+
+def test_a_campaign_worker_chats_within_the_quota(world):
+    """A crowd worker of the chat task's create campaign starts conversations until the quota
+    is met, then is sent to the completion page like the create page does."""
+    from django.test import Client
+
+    from annotation.campaigns import campaign_link_path
+    from tests.factories import CampaignFactory, ExampleFactory
+
+    owner = world.users["owner"]
+    campaign = CampaignFactory(task=world.chat_task, created_by=owner, quota=1)
+    client = Client()
+    assert client.get(campaign_link_path(campaign) + "sec-chat-crowd").status_code == 302
+    home = reverse("annotation:chat_home", kwargs={"code": world.chat_task.code})
+    assert client.get(home).status_code == 200
+    started = client.post(home)
+    assert started.status_code == 302
+    conversations = world.chat_task.conversations.filter(campaign_worker__campaign=campaign)
+    assert conversations.count() == 1
+    worker = campaign.workers.get()
+    ExampleFactory(task=world.chat_task, user=None, campaign_worker=worker, context=None)
+    done = reverse("annotation:campaign_done")
+    for method in ("get", "post"):
+        response = getattr(client, method)(home)
+        assert response.status_code == 302 and response.url == done, method
+    assert conversations.count() == 1
