@@ -166,6 +166,9 @@ def test_every_json_surface_is_strict_json_on_a_board_of_hostile_figures(
         "number": eval_task.rounds.order_by("number").first().number,
         "slug": dataset.slug,
         "pk": models[0].pk,
+        # chat routes: no such turn or reply on this board (a JSON 404, 401 for anonymous)
+        "turn_id": 10**9,
+        "reply_id": 10**9,
     }
     pk_of = {
         "api:example-detail": example.pk,
