@@ -25,14 +25,18 @@ from tasks.errors import NotFound
 STALE_MARGIN_SECONDS = 15
 
 
-def is_owner(conversation: Conversation, actor: Actor) -> bool:
+def is_owner(conversation: Conversation, actor: Actor | None) -> bool:
+    if actor is None:
+        return False
     if actor.user is not None:
         return conversation.user_id == actor.user.pk
     worker = actor.campaign_worker
     return worker is not None and conversation.campaign_worker_id == worker.pk
 
 
-def conversation_for_actor(pk: int, actor: Actor, *, code: str | None = None) -> Conversation:
+def conversation_for_actor(
+    pk: int, actor: Actor | None, *, code: str | None = None
+) -> Conversation:
     """The actor's own conversation ``pk`` (of task ``code``) with its task and seats."""
     queryset = Conversation.objects.select_related(
         "task", "round", "config_version", "example"
@@ -124,12 +128,13 @@ class Transcript:
     seats: list[ConversationSeat]
     turns: list[ChatTurn]
     labels: dict[int, str] = field(default_factory=dict)
+    revealed: bool = False  # whether the models' names (and versions) show
 
 
 def transcript(conversation: Conversation, *, reveal: bool) -> Transcript:
     seats = list(conversation.seats.all())
     labels = {seat.position: seat_label(seat, reveal) for seat in seats}
-    return Transcript(conversation, seats, turns_with_replies(conversation), labels)
+    return Transcript(conversation, seats, turns_with_replies(conversation), labels, reveal)
 
 
 def active_conversation(task, round_, actor: Actor) -> Conversation | None:
