@@ -1,4 +1,7 @@
-"""The pump: the live queue's job that streams the models' replies into Redis.
+"""The pump: the chat queue's job that streams the models' replies into Redis.
+
+It runs on a queue of its own (``CHAT_QUEUE``, served by its own worker): a pump may work for
+``PUMP_BUDGET_SECONDS``, and on the live queue the create pages' answers would wait behind it.
 
 The web side puts ``"<reply id>:<attempt>"`` on ``PENDING_KEY`` and queues a pump unless one
 holds ``PUMP_FLAG_KEY`` (``reply_queue``). A pump takes pending replies and streams each in a
@@ -32,7 +35,7 @@ from annotation.chat import streams
 from annotation.chat.models import ChatReply, ReplyStatus
 from annotation.chat.selectors import seat_messages, turns_with_replies
 from annotation.live.drain import linger_seconds
-from annotation.live.queue import live_queue, redis_connection
+from annotation.live.queue import redis_connection, rq_queue
 from models_hub import chat_client
 from models_hub.chat_client import ReplyCancelled
 from models_hub.errors import ModelCallError, ModelConfigurationError
@@ -40,6 +43,7 @@ from models_hub.selectors import endpoint_spec
 
 logger = logging.getLogger(__name__)
 
+CHAT_QUEUE = "chat"
 PENDING_KEY = "annotation:chat-pending"
 PUMP_FLAG_KEY = "annotation:chat-pump"
 PUMP_FLAG_TTL_SECONDS = 10
@@ -66,6 +70,11 @@ def pump_timeout() -> int:
     return int(PUMP_BUDGET_SECONDS + 600 + 30)
 
 
+def chat_queue():
+    """The chat queue (the pump's and the judge's), never the live one."""
+    return rq_queue(CHAT_QUEUE)
+
+
 def reply_queue(items: list[tuple[int, int]]) -> bool:
     """Queue replies ``(id, attempt)`` for a pump, after the commit; False without Redis."""
     try:
@@ -82,7 +91,7 @@ def reply_queue(items: list[tuple[int, int]]) -> bool:
 
 
 def _enqueue_pump() -> None:
-    live_queue().enqueue(
+    chat_queue().enqueue(
         chat_pump_job,
         job_id=f"{PUMP_JOB_PREFIX}{uuid.uuid4().hex}",
         job_timeout=pump_timeout(),
@@ -148,7 +157,7 @@ def _should_stop(idle_since: float, budget_left: bool) -> bool:
         return True
     if time.monotonic() - idle_since >= linger_seconds():
         return True
-    return len(live_queue()) > 0  # another job waits for this worker
+    return len(chat_queue()) > 0  # another job (a judge) waits for this worker
 
 
 def reply_queue_kick() -> None:
