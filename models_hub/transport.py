@@ -23,6 +23,10 @@ Contract of ``request_json``:
   wait;
 - ``Authorization: Bearer <token>`` only when a token is set; the token is scrubbed from every
   error text and excerpt, and bodies are never logged;
+- streamed bodies (the chat client's ``stream: true`` replies) use the same pieces, all
+  public here: ``session_for(policy)`` (the pinned session), ``read_some(response)`` (what the
+  socket has, with requests' error types) and ``transport_error(error, timeout, secrets)``
+  (a requests exception as a typed, scrubbed ``ModelCallError``);
 - the body is read as strict JSON (``parse_json_body``): ``NaN`` and the infinities, which
   Python's ``json`` writes, are a ``ModelBadResponse`` that names them, not a value that
   fails later when it is stored; arrays and objects nested deeper than ``MAX_JSON_DEPTH``
@@ -268,7 +272,7 @@ def _find_in_chain(error: BaseException, kind: type[BaseException]) -> BaseExcep
     return None
 
 
-def _transport_error(
+def transport_error(
     error: requests.RequestException, timeout: tuple[float, float], secrets: tuple[str, ...]
 ) -> ModelCallError:
     """Translate a requests exception into a typed, scrubbed model error."""
@@ -297,7 +301,7 @@ def _transport_error(
     )
 
 
-def _read_some(response: requests.Response) -> bytes:
+def read_some(response: requests.Response) -> bytes:
     """Read what is available of the body (b"" at its end), with requests' error types."""
     try:
         return response.raw.read1(READ_CHUNK_BYTES, decode_content=True)
@@ -326,7 +330,7 @@ def _read_capped(
         # ``read1`` returns whatever the socket has (at most READ_CHUNK_BYTES) instead of
         # waiting for a full chunk, so the deadline is checked after every read and a body
         # trickled byte by byte ends at the deadline, not at RQ's job timeout.
-        chunk = _read_some(response)
+        chunk = read_some(response)
         if not chunk:
             break
         total += len(chunk)
@@ -373,7 +377,7 @@ def _attempt(
                 )
             raw = _read_capped(response, max_bytes, deadline, secrets)
     except requests.RequestException as error:
-        raise _transport_error(error, timeout, secrets) from error
+        raise transport_error(error, timeout, secrets) from error
     latency_ms = (time.perf_counter() - started) * 1000
     if status >= 500:
         raise ModelServerError(

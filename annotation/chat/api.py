@@ -28,6 +28,7 @@ from annotation.chat.selectors import (
     chat_config,
     conversation_for_actor,
     example_transcript,
+    reply_for_actor,
     reveals,
     seat_label,
     transcript,
@@ -232,11 +233,10 @@ class ReplyStreamView(ChatAPIView):
         },
     )
     def get(self, request, pk: int, reply_id: int):
-        conversation = _conversation(request, pk)
-        reply = _reply(conversation, reply_id)
+        reply = reply_for_actor(pk, reply_id, actor_of(request))
         attempt = request.query_params.get("attempt", "")
         attempt = int(attempt) if attempt.isdigit() else reply.attempt
-        seconds = chat_config(conversation).reply_timeout + STALE_MARGIN_SECONDS
+        seconds = chat_config(reply.turn.conversation).reply_timeout + STALE_MARGIN_SECONDS
         content_type = EventStreamRenderer.media_type
         if isinstance(request.accepted_renderer, EventStreamBytesRenderer):
             content_type = EventStreamBytesRenderer.media_type

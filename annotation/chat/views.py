@@ -30,6 +30,7 @@ from annotation.chat.selectors import (
     chat_config,
     chat_model_rates,
     conversation_for_actor,
+    reply_for_actor,
     reveals,
     transcript,
     turn_finished,
@@ -274,11 +275,10 @@ def reply_events(reply: ChatReply, attempt: int, seconds: float):
 @annotation_view
 def reply_stream(request, code: str, pk: int, reply_id: int):
     """The reply as server-sent events (see the module docstring)."""
-    conversation = _conversation(request, code, pk)
-    reply = _reply_of(conversation, reply_id)
+    reply = reply_for_actor(pk, reply_id, request.actor, code=code)
     attempt = request.GET.get("attempt", "")
     attempt = int(attempt) if attempt.isdigit() else reply.attempt
-    seconds = chat_config(conversation).reply_timeout + STALE_MARGIN_SECONDS
+    seconds = chat_config(reply.turn.conversation).reply_timeout + STALE_MARGIN_SECONDS
     response = StreamingHttpResponse(
         reply_events(reply, attempt, seconds), content_type="text/event-stream"
     )
