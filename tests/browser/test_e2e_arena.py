@@ -36,7 +36,7 @@ def battle_and_vote(page, live_server, shot, message: str, vote: str, prefix: st
 
 
 def test_two_workers_vote_see_the_reveal_and_the_board(
-    live_server, browser, login, shot, screenshot, arena_task, live_worker
+    live_server, browser, login, shot, screenshot, arena_task, chat_worker
 ):
     first, second = UserFactory(username="arena-one"), UserFactory(username="arena-two")
     context, page = signed_in_page(browser, login, first)
