@@ -6,6 +6,7 @@ Included by ``api.urls`` under ``/api/v1/`` in the ``api`` namespace; views in `
 from django.urls import path
 
 from annotation import api as annotation_api
+from annotation.arena import api as arena_api
 from annotation.chat import api as chat_api
 
 urlpatterns = [
@@ -96,5 +97,33 @@ urlpatterns = [
         "examples/<int:pk>/transcript/",
         chat_api.ExampleTranscriptView.as_view(),
         name="example-transcript",
+    ),
+    # the arena (battles are conversations: their turns go through the conversations API)
+    path(
+        "tasks/<slug:code>/arena/battles/", arena_api.BattleStartView.as_view(), name="battle-start"
+    ),
+    path(
+        "tasks/<slug:code>/arena/battles/export/",
+        arena_api.BattleExportView.as_view(),
+        name="battle-export",
+    ),
+    path("arena/battles/<int:pk>/", arena_api.BattleDetailView.as_view(), name="battle-detail"),
+    path("arena/battles/<int:pk>/vote/", arena_api.BattleVoteView.as_view(), name="battle-vote"),
+    path("tasks/<slug:code>/arena/board/", arena_api.BoardView.as_view(), name="arena-board"),
+    path(
+        "tasks/<slug:code>/arena/snapshots/",
+        arena_api.SnapshotListView.as_view(),
+        name="arena-snapshots",
+    ),
+    path(
+        "tasks/<slug:code>/arena/snapshots/<int:snapshot_id>/",
+        arena_api.SnapshotDetailView.as_view(),
+        name="arena-snapshot",
+    ),
+    path("tasks/<slug:code>/arena/raters/", arena_api.RaterListView.as_view(), name="arena-raters"),
+    path(
+        "tasks/<slug:code>/arena/exclusions/",
+        arena_api.ExclusionListView.as_view(),
+        name="arena-exclusions",
     ),
 ]

@@ -294,6 +294,12 @@ class WorkerStats(models.Model):
 
 
 # Chat collection's models live in their own module and belong to this app.
+# The arena's models (battles, exclusions, frozen boards) likewise.
+from annotation.arena.models import (  # noqa: E402, F401
+    ArenaBattle,
+    ArenaExclusion,
+    ArenaSnapshot,
+)
 from annotation.chat.models import (  # noqa: E402, F401
     ChatReply,
     ChatTurn,

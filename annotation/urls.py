@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from annotation.arena.urls import urlpatterns as arena_urlpatterns
 from annotation.chat.urls import urlpatterns as chat_urlpatterns
 from annotation.views import campaigns, create, examples, export, review, stats, validate
 from annotation.views.pages import EXAMPLE_ACTIONS
@@ -12,6 +13,7 @@ EXAMPLE = "tasks/<slug:code>/examples/<int:pk>/"
 
 urlpatterns = [
     *chat_urlpatterns,
+    *arena_urlpatterns,
     path("tasks/<slug:code>/create", create.create, name="create"),
     path(
         "tasks/<slug:code>/sandbox/<str:job_id>/status",

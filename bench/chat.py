@@ -4,7 +4,7 @@
     .venv/bin/python bench/chat.py [--quick] [--n 60] [--conversations 50] [--turns 3]
 
 Runs a chat model server (``manage.py serve_model models_hub.demo.chat:RuleChatHandler``, the
-demo's pattern-rule model, as a process), the live queue's worker (RQ's SimpleWorker, as a
+demo's pattern-rule model, as a process), the chat queue's worker (RQ's SimpleWorker, as a
 process: the pump streams every reply from there) and a private redis-server, against a
 throwaway PostgreSQL database. The web side is gunicorn (2 workers x 64 threads, gthread:
 a server-sent-event stream holds a thread); this process is the load generator, talking HTTP
@@ -296,7 +296,7 @@ def main() -> int:
         fast = start_chat_server(processes, env, 0.0)
         slow = [start_chat_server(processes, env, 0.05) for _ in range(2)]
         tokens = seed(env, fast, slow, max(conversations, 1))
-        harness.start_rq_worker(processes, env, ("live",))
+        harness.start_rq_worker(processes, env, ("chat",))
         # Server-sent events hold a thread each: 2 workers x 64 threads take 50 conversations.
         log = ROOT / "var" / "log" / "bench-chat-gunicorn.log"
         _web, web_port = harness.start_gunicorn(processes, env, workers=2, threads=64, log_path=log)

@@ -746,9 +746,11 @@ class Cluster:
         self.wait_lb_up(host)
 
     def start_workers(self, host: str) -> None:
-        """The worker host's processes: live and eval workers, a health worker, run_cron."""
+        """The worker host's processes: live and eval workers, a chat worker, a health worker,
+        run_cron."""
         for index in range(self.live_workers):
             self.start_worker(host, f"live{index}")
+        self.start_worker(host, "chat")
         for index in range(self.eval_workers):
             self.start_worker(host, f"eval{index}")
         self.start_worker(host, "health")
@@ -756,11 +758,12 @@ class Cluster:
 
     def start_worker(self, host: str, process: str) -> None:
         """One RQ worker of ``host``, named ``<host>-<process>`` (``live0``, ``eval1``,
-        ``health``) after its kind, with the command line of docs/deploy.md."""
+        ``chat``, ``health``) after its kind, with the command line of docs/deploy.md."""
         kind = process.rstrip("0123456789")
         queues = {
             "live": ["live", "--worker-class", "rq.worker.SimpleWorker"],
             "eval": ["eval", "default", "--worker-class", "leaderboards.jobs.EvalWorker"],
+            "chat": ["chat", "--worker-class", "rq.worker.SimpleWorker"],
             "health": ["health"],
         }[kind]
         name = f"{host}-{process}-{secrets.token_hex(3)}"

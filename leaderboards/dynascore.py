@@ -254,6 +254,19 @@ def average_metric_ratio_scaling(
     return math.fsum(ratios) / len(ratios) if ratios else 0.0
 
 
+def _checked_epsilon(epsilon: object) -> float:
+    number = _finite_number(epsilon, BAD_EPSILON, "epsilon")
+    if number < 0:
+        raise DynascoreError(BAD_EPSILON, f"epsilon cannot be negative, got {number}")
+    return number
+
+
+def _normalized_weights(by_name: Mapping[str, MetricInput]) -> dict[str, float]:
+    """Return each metric's weight over the sum of the weights (``fsum``)."""
+    total_weight = math.fsum(float(metric.weight) for metric in by_name.values())
+    return {name: float(metric.weight) / total_weight for name, metric in by_name.items()}
+
+
 def compute_dynascores(
     models: Mapping[str, Mapping[str, float | None]],
     metrics: Sequence[MetricInput],
@@ -267,13 +280,44 @@ def compute_dynascores(
     a missing or None value means the model has no value for that metric.
     """
     by_name = _checked_metrics(metrics, main_metric)
-    epsilon = _finite_number(epsilon, BAD_EPSILON, "epsilon")
-    if epsilon < 0:
-        raise DynascoreError(BAD_EPSILON, f"epsilon cannot be negative, got {epsilon}")
-    total_weight = math.fsum(float(metric.weight) for metric in by_name.values())
-    normalized_weights = {name: float(m.weight) / total_weight for name, m in by_name.items()}
+    epsilon = _checked_epsilon(epsilon)
+    normalized_weights = _normalized_weights(by_name)
     required = [name for name, m in by_name.items() if name == main_metric or m.weight > 0]
+    converted, incomplete = _converted_models(models, by_name, required)
+    amrs: dict[str, float] = {}
+    for name in by_name:
+        if name == main_metric:
+            amrs[name] = 1.0
+            continue
+        # Sorted by value alone: tied models are pooled, so their order cannot matter.
+        pairs = sorted((row[main_metric], row[name]) for row in converted.values() if name in row)
+        amrs[name] = average_metric_ratio_scaling(pairs, epsilon=epsilon)
+    complete_scores = [
+        _model_score(model, row, by_name, normalized_weights, amrs)
+        for model, row in converted.items()
+    ]
+    ranking = _ranked(complete_scores)
+    for model, missing in incomplete.items():
+        ranking.append(ModelScore(model=model, dynascore=None, rank=None, missing_metrics=missing))
+    return DynascoreResult(
+        dynascores=MappingProxyType({score.model: score.dynascore for score in ranking}),
+        amrs=MappingProxyType(amrs),
+        normalized_weights=MappingProxyType(normalized_weights),
+        ranking=tuple(ranking),
+        incomplete=MappingProxyType(incomplete),
+        non_contributing_metrics=tuple(name for name, value in amrs.items() if value == 0),
+    )
 
+
+def _converted_models(
+    models: Mapping[str, Mapping[str, float | None]],
+    by_name: Mapping[str, MetricInput],
+    required: Sequence[str],
+) -> tuple[dict[str, dict[str, float]], dict[str, tuple[str, ...]]]:
+    """Return the converted values of the complete models and the missing metrics of the others.
+
+    Models are taken by name; a value that is not a finite number raises ``BAD_VALUE``.
+    """
     converted: dict[str, dict[str, float]] = {}
     incomplete: dict[str, tuple[str, ...]] = {}
     for model in sorted(models):
@@ -289,53 +333,42 @@ def compute_dynascores(
             incomplete[model] = missing
         else:
             converted[model] = row
+    return converted, incomplete
 
-    amrs: dict[str, float] = {}
-    for name in by_name:
-        if name == main_metric:
-            amrs[name] = 1.0
-            continue
-        # Sorted by value alone: tied models are pooled, so their order cannot matter.
-        pairs = sorted((row[main_metric], row[name]) for row in converted.values() if name in row)
-        amrs[name] = average_metric_ratio_scaling(pairs, epsilon=epsilon)
-    non_contributing = tuple(name for name, value in amrs.items() if value == 0)
 
-    complete_scores: list[ModelScore] = []
-    for model, row in converted.items():
-        contributions = {
-            name: normalized_weights[name] * row[name] / amrs[name]
-            for name in by_name
-            if amrs[name] > 0 and name in row
-        }
-        complete_scores.append(
-            ModelScore(
-                model=model,
-                dynascore=math.fsum(contributions.values()),
-                rank=None,
-                converted=MappingProxyType(dict(row)),
-                contributions=MappingProxyType(contributions),
-            )
-        )
-    complete_scores.sort(key=lambda score: (-score.dynascore, score.model))  # type: ignore[operator]
+def _model_score(
+    model: str,
+    row: Mapping[str, float],
+    by_name: Mapping[str, MetricInput],
+    normalized_weights: Mapping[str, float],
+    amrs: Mapping[str, float],
+) -> ModelScore:
+    """Return the unranked score of a complete model: the sum of its metrics' contributions."""
+    contributions = {
+        name: normalized_weights[name] * row[name] / amrs[name]
+        for name in by_name
+        if amrs[name] > 0 and name in row
+    }
+    return ModelScore(
+        model=model,
+        dynascore=math.fsum(contributions.values()),
+        rank=None,
+        converted=MappingProxyType(dict(row)),
+        contributions=MappingProxyType(contributions),
+    )
 
+
+def _ranked(scores: Sequence[ModelScore]) -> list[ModelScore]:
+    """Return ``scores`` by Dynascore (desc, ties by name), ranked; equal scores share a rank."""
+    ordered = sorted(scores, key=lambda score: (-score.dynascore, score.model))  # type: ignore[operator]
     ranking: list[ModelScore] = []
-    for position, score in enumerate(complete_scores, start=1):
+    for position, score in enumerate(ordered, start=1):
         tied = ranking and ranking[-1].dynascore == score.dynascore
         rank = ranking[-1].rank if tied else position
         ranking.append(
             ModelScore(score.model, score.dynascore, rank, score.converted, score.contributions)
         )
-    for model, missing in incomplete.items():
-        ranking.append(ModelScore(model=model, dynascore=None, rank=None, missing_metrics=missing))
-
-    return DynascoreResult(
-        dynascores=MappingProxyType({score.model: score.dynascore for score in ranking}),
-        amrs=MappingProxyType(amrs),
-        normalized_weights=MappingProxyType(normalized_weights),
-        ranking=tuple(ranking),
-        incomplete=MappingProxyType(incomplete),
-        non_contributing_metrics=non_contributing,
-    )
+    return ranking
 
 
 def _checked_dataset_weights(dataset_weights: Mapping[str, float]) -> dict[str, float]:
@@ -558,33 +591,68 @@ def compute_dynascore_arrays(
     reference, in O(models x metrics) numpy work plus one ``fsum`` per model.
     """
     by_name = _checked_metrics(metrics, main_metric)
-    epsilon = _finite_number(epsilon, BAD_EPSILON, "epsilon")
-    if epsilon < 0:
-        raise DynascoreError(BAD_EPSILON, f"epsilon cannot be negative, got {epsilon}")
+    epsilon = _checked_epsilon(epsilon)
     names = tuple(by_name)
     models = tuple(models)
     values = np.asarray(values, dtype=float).reshape(len(models), len(names))
     by_name_order = sorted(range(len(models)), key=models.__getitem__)
-    if np.isinf(values).any():
-        for index in by_name_order:
-            for column, name in enumerate(names):
-                value = values[index, column]
-                if math.isinf(value):
-                    _finite_number(
-                        float(value), BAD_VALUE, f"model {models[index]!r}, metric {name!r}"
-                    )
+    _refuse_infinite(models, names, values, by_name_order)
     name_rank = np.empty(len(models), dtype=np.int64)
     name_rank[by_name_order] = np.arange(len(models))
-
-    total_weight = math.fsum(float(metric.weight) for metric in by_name.values())
-    normalized_weights = {name: float(m.weight) / total_weight for name, m in by_name.items()}
+    normalized_weights = _normalized_weights(by_name)
     main = names.index(main_metric)
     required = [
         column
         for column, (name, metric) in enumerate(by_name.items())
         if name == main_metric or metric.weight > 0
     ]
+    converted = _converted_array(values, by_name)
+    absent = np.isnan(converted)
+    incomplete_rows = absent[:, required].any(axis=1)
+    missing = {
+        index: tuple(names[column] for column in required if absent[index, column])
+        for index in np.flatnonzero(incomplete_rows).tolist()
+    }
+    complete = np.flatnonzero(~incomplete_rows)
+    amrs = _amrs_of_columns(converted, absent, complete, name_rank, names, main, epsilon)
+    contributions, dynascores = _contributions_array(
+        converted, complete, names, normalized_weights, amrs
+    )
+    # Ranking: complete models by Dynascore (desc, ties by name), then incomplete ones by name.
+    ranked = complete[np.lexsort((name_rank[complete], -dynascores[complete]))]
+    incomplete_order = np.array(
+        [index for index in by_name_order if index in missing], dtype=np.int64
+    )
+    return DynascoreArrays(
+        models=models,
+        metrics=names,
+        dynascores=dynascores,
+        ranks=_shared_ranks(ranked, dynascores),
+        order=np.concatenate([ranked, incomplete_order]).astype(np.int64),
+        converted=converted,
+        contributions=contributions,
+        missing=MappingProxyType(missing),
+        amrs=MappingProxyType(amrs),
+        normalized_weights=MappingProxyType(normalized_weights),
+        non_contributing_metrics=tuple(name for name, value in amrs.items() if value == 0),
+    )
 
+
+def _refuse_infinite(
+    models: Sequence[str], names: Sequence[str], values: np.ndarray, by_name_order: Sequence[int]
+) -> None:
+    """Raise ``BAD_VALUE`` for the first infinite value, models by name, as the reference."""
+    if not np.isinf(values).any():
+        return
+    for index in by_name_order:
+        for column, name in enumerate(names):
+            value = values[index, column]
+            if math.isinf(value):
+                _finite_number(float(value), BAD_VALUE, f"model {models[index]!r}, metric {name!r}")
+
+
+def _converted_array(values: np.ndarray, by_name: Mapping[str, MetricInput]) -> np.ndarray:
+    """Return ``_convert`` of every value: quantized, and ``offset - value`` if lower is better."""
     converted = values.copy()
     for column, metric in enumerate(by_name.values()):
         if metric.resolution and metric.relative_resolution:
@@ -599,14 +667,19 @@ def compute_dynascore_arrays(
             converted[:, column] = np.round(values[:, column] / step) * step + 0.0
         if str(metric.direction) != HIGHER:
             converted[:, column] = float(metric.offset) - converted[:, column]
-    absent = np.isnan(converted)
-    incomplete_rows = absent[:, required].any(axis=1)
-    missing = {
-        index: tuple(names[column] for column in required if absent[index, column])
-        for index in np.flatnonzero(incomplete_rows).tolist()
-    }
-    complete = np.flatnonzero(~incomplete_rows)
+    return converted
 
+
+def _amrs_of_columns(
+    converted: np.ndarray,
+    absent: np.ndarray,
+    complete: np.ndarray,
+    name_rank: np.ndarray,
+    names: Sequence[str],
+    main: int,
+    epsilon: float,
+) -> dict[str, float]:
+    """Return the AMRS of every metric over the complete models (1.0 for the main one)."""
     # Complete models by the converted main metric; ties are pooled into levels.
     ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
     perf = converted[ordered, main]
@@ -617,13 +690,22 @@ def compute_dynascore_arrays(
             continue
         usable = ~absent[ordered, column]
         amrs[name] = _amrs_of_sorted(perf[usable], converted[ordered, column][usable], epsilon)
-    non_contributing = tuple(name for name, value in amrs.items() if value == 0)
+    return amrs
 
+
+def _contributions_array(
+    converted: np.ndarray,
+    complete: np.ndarray,
+    names: Sequence[str],
+    normalized_weights: Mapping[str, float],
+    amrs: Mapping[str, float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return every metric's contribution and the Dynascore of the complete models (else NaN)."""
     contributing = np.array([amrs[name] > 0 for name in names], dtype=bool)
     weight_row = np.array([normalized_weights[name] for name in names], dtype=float)
     amrs_row = np.array([amrs[name] if amrs[name] > 0 else 1.0 for name in names], dtype=float)
-    contributions = np.full(values.shape, np.nan)
-    dynascores = np.full(len(models), np.nan)
+    contributions = np.full(converted.shape, np.nan)
+    dynascores = np.full(converted.shape[0], np.nan)
     if complete.size:
         parts = weight_row * converted[complete] / amrs_row
         parts[:, ~contributing] = np.nan
@@ -631,32 +713,19 @@ def compute_dynascore_arrays(
         # -0.0 is the neutral element of addition: absent parts leave every fsum as it was.
         terms = np.where(np.isnan(parts), -0.0, parts).tolist()
         dynascores[complete] = [math.fsum(row) for row in terms]
+    return contributions, dynascores
 
-    # Ranking: complete models by Dynascore (desc, ties by name), equal scores share a rank.
-    ranked = complete[np.lexsort((name_rank[complete], -dynascores[complete]))]
-    ranks = np.zeros(len(models), dtype=np.int64)
+
+def _shared_ranks(ranked: np.ndarray, dynascores: np.ndarray) -> np.ndarray:
+    """Return each model's rank (0: not ranked); equal scores in a row share the first's rank."""
+    ranks = np.zeros(dynascores.size, dtype=np.int64)
     if ranked.size:
         scores = dynascores[ranked]
         new_score = np.ones(ranked.size, dtype=bool)
         new_score[1:] = scores[1:] != scores[:-1]
         positions = np.arange(1, ranked.size + 1)
         ranks[ranked] = np.maximum.accumulate(np.where(new_score, positions, 0))
-    incomplete_order = np.array(
-        [index for index in by_name_order if index in missing], dtype=np.int64
-    )
-    return DynascoreArrays(
-        models=models,
-        metrics=names,
-        dynascores=dynascores,
-        ranks=ranks,
-        order=np.concatenate([ranked, incomplete_order]).astype(np.int64),
-        converted=converted,
-        contributions=contributions,
-        missing=MappingProxyType(missing),
-        amrs=MappingProxyType(amrs),
-        normalized_weights=MappingProxyType(normalized_weights),
-        non_contributing_metrics=non_contributing,
-    )
+    return ranks
 
 
 def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> float:

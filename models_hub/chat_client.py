@@ -48,7 +48,7 @@ from models_hub.protocols.openai_chat_stream import (
     parse_chunk,
 )
 from models_hub.ssrf import AddressPolicy, Resolver
-from models_hub.transport import _read_some, _transport_error, parse_json_body, session_for
+from models_hub.transport import parse_json_body, read_some, session_for, transport_error
 
 RAW_LIMIT_CHARS = 2000
 
@@ -193,7 +193,7 @@ class ChatClient:
                 else:
                     _read_whole(response, reply, endpoint, deadline)
         except requests.RequestException as error:
-            raise _transport_error(error, timeout, secrets) from error
+            raise transport_error(error, timeout, secrets) from error
         except ModelCallError as error:
             error.message = _scrubbed(error.message, secrets)
             raise
@@ -214,7 +214,7 @@ def _check_status(response: requests.Response, secrets: tuple[str, ...]) -> None
         )
     if status < 400:
         return
-    excerpt = _read_some(response)[:2048]
+    excerpt = read_some(response)[:2048]
     kind = ModelServerError if status >= 500 else ModelBadResponse
     raise kind(f"the model answered HTTP {status}", status=status, excerpt=excerpt, secrets=secrets)
 
@@ -225,7 +225,7 @@ def _read_events(response, reply: _Reply, endpoint, should_stop, deadline: float
     while True:
         if should_stop():
             raise ReplyCancelled("".join(reply.pieces))
-        chunk = _read_some(response)
+        chunk = read_some(response)
         payloads = list(decoder.feed(chunk)) if chunk else list(decoder.close())
         total += len(chunk)
         if total > endpoint.max_response_bytes:
@@ -242,7 +242,7 @@ def _read_events(response, reply: _Reply, endpoint, should_stop, deadline: float
 
 def _read_whole(response, reply: _Reply, endpoint, deadline: float) -> None:
     chunks, total = [], 0
-    while chunk := _read_some(response):
+    while chunk := read_some(response):
         total += len(chunk)
         if total > endpoint.max_response_bytes:
             raise ModelResponseTooLarge(f"the answer is over {endpoint.max_response_bytes} bytes")

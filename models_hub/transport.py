@@ -23,6 +23,10 @@ Contract of ``request_json``:
   wait;
 - ``Authorization: Bearer <token>`` only when a token is set; the token is scrubbed from every
   error text and excerpt, and bodies are never logged;
+- streamed bodies (the chat client's ``stream: true`` replies) use the same pieces, all
+  public here: ``session_for(policy)`` (the pinned session), ``read_some(response)`` (what the
+  socket has, with requests' error types) and ``transport_error(error, timeout, secrets)``
+  (a requests exception as a typed, scrubbed ``ModelCallError``);
 - the body is read as strict JSON (``parse_json_body``): ``NaN`` and the infinities, which
   Python's ``json`` writes, are a ``ModelBadResponse`` that names them, not a value that
   fails later when it is stored; arrays and objects nested deeper than ``MAX_JSON_DEPTH``
@@ -270,7 +274,7 @@ def _find_in_chain(error: BaseException, kind: type[BaseException]) -> BaseExcep
     return None
 
 
-def _transport_error(
+def transport_error(
     error: requests.RequestException, timeout: tuple[float, float], secrets: tuple[str, ...]
 ) -> ModelCallError:
     """Translate a requests exception into a typed, scrubbed model error."""
@@ -299,7 +303,7 @@ def _transport_error(
     )
 
 
-def _read_some(response: requests.Response) -> bytes:
+def read_some(response: requests.Response) -> bytes:
     """Read what is available of the body (b"" at its end), with requests' error types."""
     try:
         return response.raw.read1(READ_CHUNK_BYTES, decode_content=True)
@@ -328,7 +332,7 @@ def _read_capped(
         # ``read1`` returns whatever the socket has (at most READ_CHUNK_BYTES) instead of
         # waiting for a full chunk, so the deadline is checked after every read and a body
         # trickled byte by byte ends at the deadline, not at RQ's job timeout.
-        chunk = _read_some(response)
+        chunk = read_some(response)
         if not chunk:
             break
         total += len(chunk)
@@ -375,7 +379,7 @@ def _attempt(
                 )
             raw = _read_capped(response, max_bytes, deadline, secrets)
     except requests.RequestException as error:
-        raise _transport_error(error, timeout, secrets) from error
+        raise transport_error(error, timeout, secrets) from error
     latency_ms = (time.perf_counter() - started) * 1000
     if status >= 500:
         raise ModelServerError(
@@ -457,39 +461,13 @@ def request_json(
 
     Raises a ``ModelCallError`` subclass for every failure (see the module docstring).
     """
-    if verify is False or verify is None or verify == "":
-        raise ValueError("TLS verification of model endpoints cannot be disabled")
-    if connect_timeout <= 0 or read_timeout <= 0:
-        raise ValueError("model calls need positive connect and read timeouts")
+    _check_call_settings(verify, connect_timeout, read_timeout)
     secrets = tuple(secret for secret in (token, *extra_secrets) if secret)
     policy.check_url_static(url)
-
-    headers = {"Accept": "application/json"}
-    data: bytes | None = None
-    if json_body is not None:
-        data = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode()
-        headers["Content-Type"] = "application/json"
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
     session = session_for(policy)
-    try:
-        prepared = session.prepare_request(
-            requests.Request(method, url, headers=headers, data=data)
-        )
-    except (requests.RequestException, ValueError):
-        # requests' message quotes the header value, which holds the token: say less.
-        raise ModelConfigurationError("the model URL or token cannot be used in a request")
-
-    if retry.total_deadline_seconds is not None:
-        budget = retry.total_deadline_seconds
-    else:
-        budget = retry.max_attempts * (connect_timeout + read_timeout) + sum(
-            retry.backoff_max_seconds for _ in range(retry.max_attempts - 1)
-        )
+    prepared = _prepared_request(session, method, url, json_body, token)
     started = time.monotonic()
-    deadline = started + budget
-    if retry.deadline_at is not None:
-        deadline = min(deadline, retry.deadline_at)
+    deadline = _total_deadline(retry, connect_timeout, read_timeout, started)
     for attempt in range(1, retry.max_attempts + 1):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -509,20 +487,9 @@ def request_json(
         except ModelCallError as error:
             error.attempts = attempt  # type: ignore[attr-defined]
             delay = retry.backoff(attempt)
-            if (
-                attempt >= retry.max_attempts
-                or not retry.should_retry(error)
-                or time.monotonic() + delay >= deadline
-            ):
+            if _is_last_attempt(retry, error, attempt, delay, deadline):
                 raise
-            logger.info(
-                "retrying model call %s %s after %s (attempt %d of %d)",
-                method,
-                scrub(loggable_url(url), secrets),
-                error.code,
-                attempt,
-                retry.max_attempts,
-            )
+            _log_retry(method, url, secrets, error, attempt, retry)
             time.sleep(delay)
             continue
         return HttpResult(
@@ -534,3 +501,80 @@ def request_json(
             attempts=attempt,
         )
     raise AssertionError("unreachable: the loop returns or raises")
+
+
+def _is_last_attempt(
+    retry: RetryPolicy, error: ModelCallError, attempt: int, delay: float, deadline: float
+) -> bool:
+    """Return whether ``error`` ends the call: no attempt left, not retryable, or no time
+    left for the backoff ``delay``."""
+    return (
+        attempt >= retry.max_attempts
+        or not retry.should_retry(error)
+        or time.monotonic() + delay >= deadline
+    )
+
+
+def _log_retry(
+    method: str,
+    url: str,
+    secrets: tuple[str, ...],
+    error: ModelCallError,
+    attempt: int,
+    retry: RetryPolicy,
+) -> None:
+    logger.info(
+        "retrying model call %s %s after %s (attempt %d of %d)",
+        method,
+        scrub(loggable_url(url), secrets),
+        error.code,
+        attempt,
+        retry.max_attempts,
+    )
+
+
+def _check_call_settings(verify: bool | str, connect_timeout: float, read_timeout: float) -> None:
+    """Refuse a call without TLS verification or without positive timeouts (a programming
+    error, not a model's failure)."""
+    if verify is False or verify is None or verify == "":
+        raise ValueError("TLS verification of model endpoints cannot be disabled")
+    if connect_timeout <= 0 or read_timeout <= 0:
+        raise ValueError("model calls need positive connect and read timeouts")
+
+
+def _prepared_request(
+    session: requests.Session, method: str, url: str, json_body: Any, token: str | None
+) -> requests.PreparedRequest:
+    """Return the request to send: JSON accepted, ``json_body`` as JSON, the bearer token."""
+    headers = {"Accept": "application/json"}
+    data: bytes | None = None
+    if json_body is not None:
+        data = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode()
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        return session.prepare_request(requests.Request(method, url, headers=headers, data=data))
+    except (requests.RequestException, ValueError):
+        # requests' message quotes the header value, which holds the token: say less.
+        raise ModelConfigurationError("the model URL or token cannot be used in a request")
+
+
+def _total_deadline(
+    retry: RetryPolicy, connect_timeout: float, read_timeout: float, started: float
+) -> float:
+    """Return the monotonic time by which every attempt must be over.
+
+    The policy's total deadline, else every attempt's full timeouts and the longest
+    backoffs between them; never later than the policy's ``deadline_at``.
+    """
+    if retry.total_deadline_seconds is not None:
+        budget = retry.total_deadline_seconds
+    else:
+        budget = retry.max_attempts * (connect_timeout + read_timeout) + sum(
+            retry.backoff_max_seconds for _ in range(retry.max_attempts - 1)
+        )
+    deadline = started + budget
+    if retry.deadline_at is not None:
+        deadline = min(deadline, retry.deadline_at)
+    return deadline

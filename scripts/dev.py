@@ -374,6 +374,9 @@ def command_run(options: argparse.Namespace) -> None:
             ),
             # Model health checks, apart: a probe never waits behind an evaluation shard.
             ("the health worker", ["rqworker", "health"]),
+            # Chat replies (the pump streams for up to two minutes) and the chat judge, apart:
+            # a conversation never holds the live queue's worker.
+            ("the chat worker", ["rqworker", "chat", "--worker-class", "rq.worker.SimpleWorker"]),
         ]
         for name, worker in workers:
             child = Child(name, "workers", [str(PYTHON), "manage.py", *worker], restartable=True)

@@ -58,6 +58,15 @@ DEMO_TASKS = [
         # A chat task needs no contexts: the worker starts the conversation.
         "contexts": None,
     },
+    {
+        "code": "arena",
+        "name": "Chat arena",
+        "description": "Two anonymous chat models answer you side by side: vote for the better "
+        "one, then see who they were. The arena board rates them.",
+        "config": "arena.yaml",
+        # The demo chat models are registered and the first votes seeded by annotation/seed.py.
+        "contexts": None,
+    },
 ]
 
 MT_CONFIG = """\

@@ -9,7 +9,7 @@ from models_hub.server import load_handler, make_server
 from tests.factories import ContextFactory, TaskFactory, UserFactory
 
 # Chat tasks with their demo chat models, for the chat, API and browser tests.
-pytest_plugins = ["tests.annotation.chat.fixtures"]
+pytest_plugins = ["tests.annotation.chat.fixtures", "tests.annotation.arena.fixtures"]
 
 
 @pytest.fixture(autouse=True)

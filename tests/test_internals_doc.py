@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from annotation.chat import pump, streams
 from annotation.live import drain, queue
 from annotation.selectors.contexts import context_key
 from annotation.selectors.tasks import bundle_key
@@ -44,6 +45,10 @@ def test_every_key_is_named(text):
         drain.DRAINS_KEY,
         prefix(drain.claimed_key("X")),
         prefix(drain.lease_key("X")),
+        pump.PENDING_KEY,
+        pump.PUMP_FLAG_KEY,
+        prefix(streams.reply_key("X", 1)),
+        prefix(streams.cancel_key("X", 1)),
         buffer.ROW_KEY_PREFIX,
         buffer.DIRTY_KEY,
         buffer.FLUSH_LOCK_KEY,

@@ -14,6 +14,7 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -27,6 +28,7 @@ from annotation.chat.selectors import (
     chat_config,
     conversation_for_actor,
     example_transcript,
+    reply_for_actor,
     reveals,
     seat_label,
     transcript,
@@ -63,7 +65,7 @@ EXPORT_DESCRIPTION = (
 def _serialized(conversation, request=None) -> dict:
     chat = chat_config(conversation)
     shown = transcript(conversation, reveal=reveals(conversation, chat))
-    context = {"labels": shown.labels, "conversation": conversation}
+    context = _context(shown, conversation)
     return ConversationSerializer(
         {
             "id": conversation.pk,
@@ -85,14 +87,18 @@ def _serialized(conversation, request=None) -> dict:
     ).data
 
 
+def _context(shown, conversation) -> dict:
+    """The serializers' context: the seats' labels and whether identities show."""
+    return {"labels": shown.labels, "conversation": conversation, "reveal": shown.revealed}
+
+
 def _conversation(request, pk: int):
     return conversation_for_actor(pk, actor_of(request))
 
 
 def _reply_data(conversation, reply) -> dict:
     shown = transcript(conversation, reveal=reveals(conversation, chat_config(conversation)))
-    context = {"labels": shown.labels, "conversation": conversation}
-    return ReplySerializer(reply, context=context).data
+    return ReplySerializer(reply, context=_context(shown, conversation)).data
 
 
 def _reply(conversation, reply_id: int) -> ChatReply:
@@ -102,7 +108,14 @@ def _reply(conversation, reply_id: int) -> ChatReply:
     return reply
 
 
-class ConversationStartView(APIView):
+class ChatAPIView(APIView):
+    """A conversation endpoint: for signed-in users only (401 for anonymous calls, reads
+    included; a conversation is its worker's alone)."""
+
+    permission_classes = [IsAuthenticated]
+
+
+class ConversationStartView(ChatAPIView):
     @extend_schema(
         tags=TAGS,
         summary="Start a conversation with fairly drawn models (chat tasks)",
@@ -120,13 +133,13 @@ class ConversationStartView(APIView):
         return Response(_serialized(conversation), status=status.HTTP_201_CREATED)
 
 
-class ConversationDetailView(APIView):
+class ConversationDetailView(ChatAPIView):
     @extend_schema(tags=TAGS, summary="Your conversation", responses=ConversationSerializer)
     def get(self, request, pk: int):
         return Response(_serialized(_conversation(request, pk)))
 
 
-class TurnCreateView(APIView):
+class TurnCreateView(ChatAPIView):
     @extend_schema(
         tags=TAGS,
         summary="Send a message: every model of the conversation answers it (streamed)",
@@ -139,12 +152,9 @@ class TurnCreateView(APIView):
         body.is_valid(raise_exception=True)
         turn = services.turn_send(conversation, actor_of(request), body.validated_data["message"])
         # The new turn alone, from the rows just written (no read of the whole conversation).
-        chat = chat_config(conversation)
-        labels = {
-            seat.position: seat_label(seat, not chat.hide_model_identities)
-            for seat in conversation.seats.all()
-        }
-        context = {"labels": labels, "conversation": conversation}
+        reveal = not chat_config(conversation).hide_model_identities
+        labels = {seat.position: seat_label(seat, reveal) for seat in conversation.seats.all()}
+        context = {"labels": labels, "conversation": conversation, "reveal": reveal}
         data = {
             "id": turn.pk,
             "number": turn.number,
@@ -157,7 +167,7 @@ class TurnCreateView(APIView):
         return Response(data, status=status.HTTP_201_CREATED)
 
 
-class ReplyDetailView(APIView):
+class ReplyDetailView(ChatAPIView):
     @extend_schema(
         tags=TAGS,
         summary="A reply; with ?wait=N, wait up to N seconds for it to finish",
@@ -202,7 +212,7 @@ STREAM_DESCRIPTION = (
 )
 
 
-class ReplyStreamView(APIView):
+class ReplyStreamView(ChatAPIView):
     renderer_classes = [JSONRenderer, EventStreamRenderer, EventStreamBytesRenderer]
 
     @extend_schema(
@@ -223,11 +233,10 @@ class ReplyStreamView(APIView):
         },
     )
     def get(self, request, pk: int, reply_id: int):
-        conversation = _conversation(request, pk)
-        reply = _reply(conversation, reply_id)
+        reply = reply_for_actor(pk, reply_id, actor_of(request))
         attempt = request.query_params.get("attempt", "")
         attempt = int(attempt) if attempt.isdigit() else reply.attempt
-        seconds = chat_config(conversation).reply_timeout + STALE_MARGIN_SECONDS
+        seconds = chat_config(reply.turn.conversation).reply_timeout + STALE_MARGIN_SECONDS
         content_type = EventStreamRenderer.media_type
         if isinstance(request.accepted_renderer, EventStreamBytesRenderer):
             content_type = EventStreamBytesRenderer.media_type
@@ -239,7 +248,7 @@ class ReplyStreamView(APIView):
         return response
 
 
-class ReplyRetryView(APIView):
+class ReplyRetryView(ChatAPIView):
     @extend_schema(
         tags=TAGS,
         summary="Ask the model again for a failed reply",
@@ -252,7 +261,7 @@ class ReplyRetryView(APIView):
         return Response(_reply_data(conversation, reply))
 
 
-class ReplyCancelView(APIView):
+class ReplyCancelView(ChatAPIView):
     @extend_schema(
         tags=TAGS, summary="Stop a streaming reply", request=None, responses=ReplySerializer
     )
@@ -262,7 +271,7 @@ class ReplyCancelView(APIView):
         return Response(_reply_data(conversation, reply))
 
 
-class TurnChoiceView(APIView):
+class TurnChoiceView(ChatAPIView):
     @extend_schema(
         tags=TAGS,
         summary="Choose among the answers of the last turn (best, tie or all_bad)",
@@ -286,7 +295,7 @@ class TurnChoiceView(APIView):
         return Response(next(item for item in data["turns"] if item["id"] == turn_id))
 
 
-class ConversationFinishView(APIView):
+class ConversationFinishView(ChatAPIView):
     @extend_schema(
         tags=TAGS,
         summary="Finish: the verdict, rating and answers; the conversation becomes an example",
@@ -310,7 +319,7 @@ class ConversationFinishView(APIView):
         return Response(_serialized(_conversation(request, pk)))
 
 
-class ExampleTranscriptView(APIView):
+class ExampleTranscriptView(ChatAPIView):
     @extend_schema(
         tags=TAGS,
         summary="The transcript of a chat example in your validation queue (or your own)",
@@ -328,7 +337,7 @@ class ExampleTranscriptView(APIView):
         shown = example_transcript(example) if example is not None else None
         if shown is None:
             raise NotFound("no conversation to read for this example")
-        context = {"labels": shown.labels, "conversation": shown.conversation}
+        context = _context(shown, shown.conversation)
         return Response(
             TranscriptSerializer(
                 {
@@ -342,7 +351,7 @@ class ExampleTranscriptView(APIView):
         )
 
 
-class ChatExportView(APIView):
+class ChatExportView(ChatAPIView):
     renderer_classes = [JSONRenderer, JSONLinesRenderer, JSONLinesBytesRenderer]
 
     @extend_schema(

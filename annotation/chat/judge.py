@@ -1,7 +1,8 @@
 """The judge model: an ``openai_chat`` model of the task that reads each model's side of a
 finished conversation with the owner's rubric and says whether it was fooled.
 
-``judge_queue(conversation_id)`` queues ``chat_judge_job`` on the live queue after the finish.
+``judge_queue(conversation_id)`` queues ``chat_judge_job`` on the chat queue after the finish
+(``pump.chat_queue``: a judge's model call never holds the live queue).
 The job asks the judge once per seat (system message: the rubric and how to answer; user
 message: the worker's messages and that model's own replies) and reads the first of the config's
 ``fooled_word`` / ``not_fooled_word`` in its reply. ``judge_store`` writes the verdicts, the
@@ -20,8 +21,8 @@ from django.db import transaction
 from redis.exceptions import RedisError
 
 from annotation.chat.models import Conversation, ConversationSeat
+from annotation.chat.pump import chat_queue
 from annotation.chat.selectors import own_text, transcript
-from annotation.live.connection import live_queue
 from annotation.models import VerdictSource
 from annotation.services.guards import example_locked
 from annotation.stats import counters
@@ -40,7 +41,7 @@ JUDGE_JOB_PREFIX = "annotation-chat-judge-"
 
 def judge_queue(conversation_id: int) -> bool:
     try:
-        live_queue().enqueue(
+        chat_queue().enqueue(
             chat_judge_job,
             conversation_id,
             job_id=f"{JUDGE_JOB_PREFIX}{conversation_id}-{uuid.uuid4().hex[:8]}",

@@ -1,13 +1,19 @@
-"""The pump: the live queue's job that streams the models' replies into Redis.
+"""The pump: the chat queue's job that streams the models' replies into Redis.
+
+It runs on a queue of its own (``CHAT_QUEUE``, served by its own worker): a pump may work for
+``PUMP_BUDGET_SECONDS``, and on the live queue the create pages' answers would wait behind it.
 
 The web side puts ``"<reply id>:<attempt>"`` on ``PENDING_KEY`` and queues a pump unless one
 holds ``PUMP_FLAG_KEY`` (``reply_queue``). A pump takes pending replies and streams each in a
 thread of its own (at most ``max_streams()`` at once), so the models of a turn answer in
-parallel and one job serves many conversations. Each thread asks the model with
+parallel and one job serves many conversations. The pump's loop reads what a reply needs
+(``reply_prepare``: the endpoint and the messages, three queries on the pump's one database
+connection, kept while it runs), then a thread asks the model with
 ``models_hub.chat_client`` (the endpoint's timeouts, concurrency cap, SSRF guard and sealed
 token; the chat config's ``reply_timeout`` and ``reply_max_chars``), publishes the text as it
 comes (``streams``, batched every ``FLUSH_SECONDS``), then stores the finished reply in one
-conditional UPDATE and publishes a terminal event. A Cancel (``streams.request_cancel``) is
+conditional UPDATE (on a connection of its own, closed at once: no thread holds one while a
+model streams) and publishes a terminal event. A Cancel (``streams.request_cancel``) is
 seen between two reads.
 
 The pump renews its flag while it works, and lets it go when nothing is pending and no stream
@@ -22,6 +28,7 @@ import logging
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -31,15 +38,18 @@ from redis.exceptions import RedisError
 from annotation.chat import streams
 from annotation.chat.models import ChatReply, ReplyStatus
 from annotation.chat.selectors import seat_messages, turns_with_replies
-from annotation.live.connection import live_queue, redis_connection
+from annotation.live.connection import redis_connection, rq_queue
 from annotation.live.drain import linger_seconds
 from models_hub import chat_client
 from models_hub.chat_client import ReplyCancelled
+from models_hub.client import EndpointSpec
 from models_hub.errors import ModelCallError, ModelConfigurationError
 from models_hub.selectors import endpoint_spec
+from tasks.config.chat import ChatConfig
 
 logger = logging.getLogger(__name__)
 
+CHAT_QUEUE = "chat"
 PENDING_KEY = "annotation:chat-pending"
 PUMP_FLAG_KEY = "annotation:chat-pump"
 PUMP_FLAG_TTL_SECONDS = 10
@@ -47,6 +57,8 @@ PUMP_JOB_PREFIX = "annotation-chat-pump-"
 PUMP_BUDGET_SECONDS = 120.0
 FLUSH_SECONDS = 0.1
 CANCEL_CHECK_SECONDS = 0.2
+# How long an idle pump waits on the pending list at a time (a push wakes it at once).
+IDLE_WAIT_SECONDS = 0.5
 QUEUE_UNAVAILABLE = "queue.unavailable"
 # Let the flag go only when nothing is pending (KEYS: flag, pending; ARGV: token).
 _RELEASE = """
@@ -66,6 +78,11 @@ def pump_timeout() -> int:
     return int(PUMP_BUDGET_SECONDS + 600 + 30)
 
 
+def chat_queue():
+    """The chat queue (the pump's and the judge's), never the live one."""
+    return rq_queue(CHAT_QUEUE)
+
+
 def reply_queue(items: list[tuple[int, int]]) -> bool:
     """Queue replies ``(id, attempt)`` for a pump, after the commit; False without Redis."""
     try:
@@ -82,7 +99,7 @@ def reply_queue(items: list[tuple[int, int]]) -> bool:
 
 
 def _enqueue_pump() -> None:
-    live_queue().enqueue(
+    chat_queue().enqueue(
         chat_pump_job,
         job_id=f"{PUMP_JOB_PREFIX}{uuid.uuid4().hex}",
         job_timeout=pump_timeout(),
@@ -112,10 +129,11 @@ def chat_pump_job() -> dict[str, int]:
         threads = [thread for thread in threads if thread.is_alive()]
         budget_left = time.monotonic() - started < PUMP_BUDGET_SECONDS
         if budget_left and slots.acquire(timeout=1.0):
-            parsed = _next_item(redis, wait=0.05)
-            if parsed is not None:
+            parsed = _next_item(redis, wait=0.05 if threads else IDLE_WAIT_SECONDS)
+            prepared = _prepare(*parsed) if parsed is not None else None
+            if prepared is not None:
                 thread = threading.Thread(
-                    target=_run_stream, args=(*parsed, slots, redis), daemon=True
+                    target=_run_stream, args=(prepared, slots, redis), daemon=True
                 )
                 thread.start()
                 threads.append(thread)
@@ -123,6 +141,8 @@ def chat_pump_job() -> dict[str, int]:
                 idle_since = time.monotonic()
                 continue
             slots.release()
+            if parsed is not None:
+                continue
         elif not budget_left:
             time.sleep(0.05)
         if threads:
@@ -135,6 +155,7 @@ def chat_pump_job() -> dict[str, int]:
                 redis.delete(PUMP_FLAG_KEY)
                 reply_queue_kick()
                 break
+    connection.close()
     return {"served": served}
 
 
@@ -148,7 +169,7 @@ def _should_stop(idle_since: float, budget_left: bool) -> bool:
         return True
     if time.monotonic() - idle_since >= linger_seconds():
         return True
-    return len(live_queue()) > 0  # another job waits for this worker
+    return len(chat_queue()) > 0  # another job (a judge) waits for this worker
 
 
 def reply_queue_kick() -> None:
@@ -160,12 +181,25 @@ def reply_queue_kick() -> None:
         _enqueue_pump()
 
 
-def _run_stream(reply_id: int, attempt: int, slots: threading.BoundedSemaphore, redis) -> None:
+def _prepare(reply_id: int, attempt: int) -> PreparedReply | None:
+    """``reply_prepare`` on the pump's own database connection (kept while the pump runs:
+    a thread that opened a connection per reply waited for it before the first token)."""
     try:
         close_old_connections()
-        stream_reply(reply_id, attempt, redis)
+        return reply_prepare(reply_id, attempt)
     except Exception:
-        logger.exception("chat reply %s attempt %s failed in the pump", reply_id, attempt)
+        logger.exception("chat reply %s attempt %s could not be prepared", reply_id, attempt)
+        connection.close()
+        return None
+
+
+def _run_stream(prepared: PreparedReply, slots: threading.BoundedSemaphore, redis) -> None:
+    try:
+        reply_stream_prepared(prepared, redis)
+    except Exception:
+        logger.exception(
+            "chat reply %s attempt %s failed in the pump", prepared.reply_id, prepared.attempt
+        )
     finally:
         connection.close()
         slots.release()
@@ -209,8 +243,22 @@ class _Publisher:
         streams.publish(self.key, kind, fields, self.redis)
 
 
-def stream_reply(reply_id: int, attempt: int, redis=None) -> str | None:
-    """Stream reply ``reply_id`` (if it still waits at ``attempt``); return its final status."""
+@dataclass
+class PreparedReply:
+    """What streaming one reply needs, read from the database beforehand: the model's
+    endpoint and the messages it is sent (or the error that stops the call before it starts)."""
+
+    reply_id: int
+    attempt: int
+    chat: ChatConfig
+    endpoint: EndpointSpec | None = None
+    messages: list[dict[str, str]] = field(default_factory=list)
+    error: ModelCallError | None = None
+
+
+def reply_prepare(reply_id: int, attempt: int) -> PreparedReply | None:
+    """Read what reply ``reply_id`` needs to stream (None unless it still waits at
+    ``attempt``): three queries, before any model is called."""
     reply = (
         ChatReply.objects.select_related("turn__conversation__config_version", "model")
         .filter(pk=reply_id, attempt=attempt, status=ReplyStatus.STREAMING)
@@ -219,19 +267,42 @@ def stream_reply(reply_id: int, attempt: int, redis=None) -> str | None:
     if reply is None:
         return None
     conversation = reply.turn.conversation
-    chat = conversation.config_version.parsed.chat
-    publisher = _Publisher(reply_id, attempt, redis or redis_connection())
+    prepared = PreparedReply(reply_id, attempt, conversation.config_version.parsed.chat)
     try:
         if reply.model is None:
             raise ModelConfigurationError("the model was removed from the task")
-        endpoint = endpoint_spec(reply.model)
-        turns = turns_with_replies(conversation)
-        turn = next(turn for turn in turns if turn.pk == reply.turn_id)
-        # No database connection is held while the model streams (it may take a minute).
-        release_connection()
+        prepared.endpoint = endpoint_spec(reply.model)
+    except ModelCallError as error:
+        prepared.error = error
+        return prepared
+    turns = turns_with_replies(conversation, up_to=reply.turn.number)
+    turn = next(turn for turn in turns if turn.pk == reply.turn_id)
+    prepared.messages = seat_messages(turns, turn, reply.position)
+    return prepared
+
+
+def stream_reply(reply_id: int, attempt: int, redis=None) -> str | None:
+    """Stream reply ``reply_id`` (if it still waits at ``attempt``); return its final status."""
+    prepared = reply_prepare(reply_id, attempt)
+    if prepared is None:
+        return None
+    # No database connection is held while the model streams (it may take a minute).
+    release_connection()
+    return reply_stream_prepared(prepared, redis or redis_connection())
+
+
+def reply_stream_prepared(prepared: PreparedReply, redis) -> str | None:
+    """Ask the model, publish the text as it comes, then store the reply (one conditional
+    UPDATE) and its terminal event; return its final status (None if it was no longer
+    waiting). No query before the model's answer ends."""
+    reply_id, attempt, chat = prepared.reply_id, prepared.attempt, prepared.chat
+    publisher = _Publisher(reply_id, attempt, redis)
+    try:
+        if prepared.error is not None:
+            raise prepared.error
         result = chat_client.stream_reply(
-            endpoint,
-            seat_messages(turns, turn, reply.position),
+            prepared.endpoint,
+            prepared.messages,
             on_text=publisher.add,
             should_stop=publisher.cancelled,
             max_chars=chat.reply_max_chars,

@@ -25,14 +25,18 @@ from tasks.config.chat import CHOICE_BEST, ChatConfig
 STALE_MARGIN_SECONDS = 15
 
 
-def is_owner(conversation: Conversation, actor: Actor) -> bool:
+def is_owner(conversation: Conversation, actor: Actor | None) -> bool:
+    if actor is None:
+        return False
     if actor.user is not None:
         return conversation.user_id == actor.user.pk
     worker = actor.campaign_worker
     return worker is not None and conversation.campaign_worker_id == worker.pk
 
 
-def conversation_for_actor(pk: int, actor: Actor, *, code: str | None = None) -> Conversation:
+def conversation_for_actor(
+    pk: int, actor: Actor | None, *, code: str | None = None
+) -> Conversation:
     """The actor's own conversation ``pk`` (of task ``code``) with its task and seats."""
     queryset = Conversation.objects.select_related(
         "task", "round", "config_version", "example"
@@ -45,6 +49,23 @@ def conversation_for_actor(pk: int, actor: Actor, *, code: str | None = None) ->
     return conversation
 
 
+def reply_for_actor(
+    conversation_pk: int, reply_id: int, actor: Actor, *, code: str | None = None
+) -> ChatReply:
+    """Reply ``reply_id`` of the actor's own conversation ``conversation_pk`` (of task
+    ``code``), with its turn, conversation and config version: one query, for the event
+    stream, which needs nothing else before it waits."""
+    queryset = ChatReply.objects.select_related("turn__conversation__config_version").filter(
+        pk=reply_id, turn__conversation_id=conversation_pk
+    )
+    if code is not None:
+        queryset = queryset.filter(turn__conversation__task__code=code)
+    reply = queryset.first()
+    if reply is None or not is_owner(reply.turn.conversation, actor):
+        raise NotFound("no such reply")
+    return reply
+
+
 def chat_config(conversation: Conversation) -> ChatConfig:
     """The chat section of the config version the conversation runs under."""
     config = conversation.config_version.parsed
@@ -53,10 +74,21 @@ def chat_config(conversation: Conversation) -> ChatConfig:
     return config.chat
 
 
-def turns_with_replies(conversation: Conversation) -> list[ChatTurn]:
-    """The turns in order, each with ``replies`` by position (two queries)."""
+def turns_with_replies(conversation: Conversation, *, up_to: int | None = None) -> list[ChatTurn]:
+    """The turns in order (up to number ``up_to``), each with ``replies`` by position (two
+    queries)."""
     replies = Prefetch("replies", queryset=ChatReply.objects.order_by("position"))
-    return list(conversation.turns.order_by("number").prefetch_related(replies))
+    turns = conversation.turns.order_by("number")
+    if up_to is not None:
+        turns = turns.filter(number__lte=up_to)
+    return list(turns.prefetch_related(replies))
+
+
+def last_turn(conversation: Conversation) -> ChatTurn | None:
+    """The conversation's last turn with its ``replies`` by position (two queries, whatever
+    the length of the conversation), or None before the first."""
+    replies = Prefetch("replies", queryset=ChatReply.objects.order_by("position"))
+    return conversation.turns.order_by("-number").prefetch_related(replies).first()
 
 
 def assistant_text(turn: ChatTurn, position: int) -> str | None:
@@ -124,12 +156,13 @@ class Transcript:
     seats: list[ConversationSeat]
     turns: list[ChatTurn]
     labels: dict[int, str] = field(default_factory=dict)
+    revealed: bool = False  # whether the models' names (and versions) show
 
 
 def transcript(conversation: Conversation, *, reveal: bool) -> Transcript:
     seats = list(conversation.seats.all())
     labels = {seat.position: seat_label(seat, reveal) for seat in seats}
-    return Transcript(conversation, seats, turns_with_replies(conversation), labels)
+    return Transcript(conversation, seats, turns_with_replies(conversation), labels, reveal)
 
 
 def active_conversation(task, round_, actor: Actor) -> Conversation | None:

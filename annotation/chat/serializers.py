@@ -17,7 +17,9 @@ class ReplySerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=ReplyStatus.choices)
     attempt = serializers.IntegerField()
     text = serializers.CharField()
-    model_version = serializers.CharField()
+    model_version = serializers.SerializerMethodField(
+        help_text="What the model says it is: empty while the identities are hidden."
+    )
     latency_ms = serializers.FloatField(allow_null=True)
     first_token_ms = serializers.FloatField(allow_null=True)
     prompt_tokens = serializers.IntegerField(allow_null=True)
@@ -29,6 +31,10 @@ class ReplySerializer(serializers.Serializer):
 
     def get_model(self, reply) -> str:
         return self.context["labels"].get(reply.position, "")
+
+    def get_model_version(self, reply) -> str:
+        # The version a server reports often names the model: hidden with the names.
+        return reply.model_version if self.context.get("reveal") else ""
 
     def get_stream_url(self, reply) -> str:
         conversation = self.context["conversation"]

@@ -32,6 +32,7 @@ from annotation.chat.selectors import (
     STALE_MARGIN_SECONDS,
     chat_config,
     is_owner,
+    last_turn,
     turn_finished,
     turn_needs_choice,
     turns_with_replies,
@@ -124,11 +125,12 @@ def turn_send(conversation: Conversation, actor: Actor, message: str) -> ChatTur
     with transaction.atomic():
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
         _require_active(locked)
-        turns = turns_with_replies(locked)
-        if len(turns) >= chat.max_turns:
+        last = last_turn(locked)  # turns are numbered 1, 2... under this lock
+        count = last.number if last is not None else 0
+        if count >= chat.max_turns:
             raise Conflict(f"a conversation has at most {chat.max_turns} turns", code="chat.full")
-        _check_last_turn(turns, chat)
-        turn = ChatTurn.objects.create(conversation=locked, number=len(turns) + 1, message=message)
+        _check_last_turn([last] if last is not None else [], chat)
+        turn = ChatTurn.objects.create(conversation=locked, number=count + 1, message=message)
         replies = ChatReply.objects.bulk_create(
             ChatReply(turn=turn, position=seat.position, model_id=seat.model_id)
             for seat in conversation.seats.all()

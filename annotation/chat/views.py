@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.campaigns.services import campaign_quota_reached
 from annotation.chat import services, streams
 from annotation.chat.export import conversation_lines, preference_lines
 from annotation.chat.models import ChatReply, ConversationStatus, ReplyStatus
@@ -28,6 +30,7 @@ from annotation.chat.selectors import (
     chat_config,
     chat_model_rates,
     conversation_for_actor,
+    reply_for_actor,
     reveals,
     transcript,
     turn_finished,
@@ -37,7 +40,12 @@ from annotation.chat.services import FinishForm
 from annotation.models import Campaign
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor
 from annotation.stats.summaries import round_by_number
-from annotation.views.access import annotation_view, error_page, require_campaign_kind
+from annotation.views.access import (
+    annotation_view,
+    campaign_done_url,
+    error_page,
+    require_campaign_kind,
+)
 from core.errors import PermissionDenied, ServiceError
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
@@ -98,6 +106,8 @@ def chat_home(request, code: str):
     actor = request.actor
     bundle = bundle_for_actor(code, actor)
     require_campaign_kind(actor, Campaign.Kind.CREATE)
+    if campaign_quota_reached(actor):  # as on the create page: no new work past the quota
+        return redirect(campaign_done_url(bundle.task))
     config = bundle.config
     if config is None or config.chat is None:
         raise Http404("this task is not a chat task")
@@ -222,6 +232,22 @@ def sse(kind: str, data) -> str:
     return f"event: {kind}\n{lines}\n"
 
 
+# Fields of a terminal event that never reach the worker: the version a server reports often
+# names the model, which stays hidden until the end (the reply row has it for the owners).
+HIDDEN_EVENT_FIELDS = ("model_version",)
+
+
+def terminal_fields(data: str) -> dict | str:
+    """The fields of a terminal event as relayed: the stored ones but the hidden ones."""
+    try:
+        fields = json.loads(data)
+    except ValueError:
+        return data
+    if not isinstance(fields, dict):
+        return data
+    return {key: value for key, value in fields.items() if key not in HIDDEN_EVENT_FIELDS}
+
+
 def reply_events(reply: ChatReply, attempt: int, seconds: float):
     """The events of one reply attempt: from its stream, or from the row once stored."""
     if reply.attempt != attempt or reply.status != ReplyStatus.STREAMING:
@@ -237,9 +263,10 @@ def reply_events(reply: ChatReply, attempt: int, seconds: float):
         if kind is None:
             yield ": keep-alive\n\n"
             continue
-        yield sse(kind, data)
         if kind in streams.TERMINAL:
+            yield sse(kind, terminal_fields(data))
             return
+        yield sse(kind, data)
     message = "The reply did not arrive in time. Retry it."
     yield sse(streams.ERROR, {"status": "lost", "error_message": message})
 
@@ -248,11 +275,10 @@ def reply_events(reply: ChatReply, attempt: int, seconds: float):
 @annotation_view
 def reply_stream(request, code: str, pk: int, reply_id: int):
     """The reply as server-sent events (see the module docstring)."""
-    conversation = _conversation(request, code, pk)
-    reply = _reply_of(conversation, reply_id)
+    reply = reply_for_actor(pk, reply_id, request.actor, code=code)
     attempt = request.GET.get("attempt", "")
     attempt = int(attempt) if attempt.isdigit() else reply.attempt
-    seconds = chat_config(conversation).reply_timeout + STALE_MARGIN_SECONDS
+    seconds = chat_config(reply.turn.conversation).reply_timeout + STALE_MARGIN_SECONDS
     response = StreamingHttpResponse(
         reply_events(reply, attempt, seconds), content_type="text/event-stream"
     )
@@ -321,6 +347,7 @@ def _owned_task(request, code: str):
 
 
 @require_GET
+@login_required
 def chat_results(request, code: str):
     """The owners' page: fooling rates per model and the two exports."""
     try:
@@ -332,6 +359,7 @@ def chat_results(request, code: str):
 
 
 @require_GET
+@login_required
 def chat_export(request, code: str, kind: str):
     """``conversations.jsonl`` or ``preferences.jsonl`` of the task (``?round=N``), streamed."""
     if kind not in EXPORTS:

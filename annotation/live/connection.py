@@ -16,17 +16,17 @@ from rq import get_current_job
 
 LIVE_QUEUE = "live"
 
-# One live queue per process and settings: ``django_rq.get_queue`` builds a new Redis client
+# One queue per name, process and settings: ``django_rq.get_queue`` builds a new Redis client
 # with a pool of its own on every call; a kept one reuses its connections.
 _queues: dict[str, Any] = {}
 _queues_lock = threading.Lock()
 
 
-def _web_queue():
-    """The live queue on a client that gives up at once (``WEB_REDIS_CLIENT_KWARGS``): a web
+def _web_queue(name: str = LIVE_QUEUE):
+    """Queue ``name`` on a client that gives up at once (``WEB_REDIS_CLIENT_KWARGS``): a web
     request never waits out a Redis outage."""
-    config = settings.RQ_QUEUES[LIVE_QUEUE]
-    key = repr(sorted(config.items()))
+    config = settings.RQ_QUEUES[name]
+    key = repr((name, sorted(config.items())))
     queue = _queues.get(key)
     if queue is None:
         with _queues_lock:
@@ -36,18 +36,23 @@ def _web_queue():
                     **getattr(settings, "WEB_REDIS_CLIENT_KWARGS", {}),
                 }
                 connection = get_redis_connection({**config, "REDIS_CLIENT_KWARGS": kwargs})
-                _queues[key] = django_rq.get_queue(LIVE_QUEUE, connection=connection)
+                _queues[key] = django_rq.get_queue(name, connection=connection)
             queue = _queues[key]
     return queue
 
 
-def live_queue():
-    """The live queue: in an RQ job on the worker's own client (which rides out a Redis
+def rq_queue(name: str):
+    """RQ queue ``name``: in an RQ job on the worker's own client (which rides out a Redis
     restart), elsewhere on the web's (``_web_queue``)."""
     job = get_current_job()
     if job is not None:
-        return django_rq.get_queue(LIVE_QUEUE, connection=job.connection)
-    return _web_queue()
+        return django_rq.get_queue(name, connection=job.connection)
+    return _web_queue(name)
+
+
+def live_queue():
+    """The live queue (``rq_queue``)."""
+    return rq_queue(LIVE_QUEUE)
 
 
 def redis_connection():

@@ -54,8 +54,14 @@ def _recompute(task: Task) -> dict:
     round_ids = list(Round.objects.filter(task=task).values_list("id", flat=True))
     list(RoundStats.objects.select_for_update().filter(round_id__in=round_ids))
     aggregates = _example_aggregates()
+    rounds = _recount_rounds(task, round_ids, aggregates)
+    workers = _recount_workers(task, aggregates)
+    contexts = _recount_contexts(task)
+    return {"rounds": rounds, "workers": workers, "contexts": contexts}
 
-    # Rounds.
+
+def _recount_rounds(task: Task, round_ids: list[int], aggregates: dict) -> int:
+    """Rewrite the ``RoundStats`` of every round of ``task``; return how many."""
     by_round = {
         row["round_id"]: row
         for row in Example.objects.filter(task=task)
@@ -71,8 +77,12 @@ def _recompute(task: Task) -> dict:
         )
     RoundStats.objects.filter(round_id__in=round_ids).delete()
     RoundStats.objects.bulk_create(round_rows)
+    return len(round_rows)
 
-    # Workers: examples, then validations, merged per (round, user | campaign worker).
+
+def _recount_workers(task: Task, aggregates: dict) -> int:
+    """Rewrite the ``WorkerStats`` of ``task``: examples, then validations, merged per
+    (round, user | campaign worker); return how many."""
     workers: dict[tuple, dict] = defaultdict(lambda: dict.fromkeys(WORKER_FIELDS, 0))
     example_rows = (
         Example.objects.filter(task=task)
@@ -113,9 +123,16 @@ def _recompute(task: Task) -> dict:
         ],
         batch_size=1000,
     )
+    return len(workers)
 
-    # Contexts: one UPDATE with correlated subqueries would lock many rows for long; the
-    # counts per context are grouped once and written per changed context.
+
+def _recount_contexts(task: Task) -> int:
+    """Write the recounted fields of the contexts of ``task`` whose counts changed; return
+    how many.
+
+    One UPDATE with correlated subqueries would lock many rows for long; the counts per
+    context are grouped once and written per changed context.
+    """
     context_counts = {
         row["context_id"]: row
         for row in Example.objects.filter(task=task, retracted=False, context__isnull=False)
@@ -139,7 +156,7 @@ def _recompute(task: Task) -> dict:
                 setattr(context, field, value)
             changed.append(context)
     Context.objects.bulk_update(changed, RECOUNTED_CONTEXT_FIELDS, batch_size=1000)
-    return {"rounds": len(round_rows), "workers": len(workers), "contexts": len(changed)}
+    return len(changed)
 
 
 def _worker_key(row: dict) -> tuple:

@@ -213,6 +213,9 @@ RQ_QUEUES = {
     # Model health checks: their own worker, so a probe never waits behind an evaluation.
     "health": {**_REDIS, "DEFAULT_TIMEOUT": 300, "DEFAULT_RESULT_TTL": 300},
     "default": {**_REDIS, "DEFAULT_TIMEOUT": 600, "DEFAULT_RESULT_TTL": 3600},
+    # Chat replies (the pump, which streams for up to two minutes) and the chat judge: their
+    # own SimpleWorker, so a conversation never holds the live queue's worker.
+    "chat": {**_REDIS, "DEFAULT_TIMEOUT": 900, "DEFAULT_RESULT_TTL": 600},
 }
 # No django_rq queue admin: its fake Queue model has no table and needs django_rq.urls.
 # Evaluation progress is shown on the run pages; workers are watched with `rq info`.

@@ -23,7 +23,11 @@ from core.errors import NotFound
 from leaderboards.cubes import cube_board
 from leaderboards.models import AccessType, Dataset, LeaderboardFork, LeaderboardSnapshot
 from leaderboards.selectors.cubes import leaderboard_data_version, score_cube, score_resamples
-from leaderboards.tables.build import DEFAULT_INSTANCE_MEMORY_GB, build_leaderboard_table
+from leaderboards.tables.build import (
+    DEFAULT_INSTANCE_MEMORY_GB,
+    LeaderboardRequest,
+    build_leaderboard_table,
+)
 from leaderboards.tables.query import parse_leaderboard_query
 from leaderboards.tables.records import DatasetRecord
 from leaderboards.tables.results import (
@@ -206,27 +210,29 @@ def _compute_table(task, user, manages, datasets, weights, sort, page, page_size
         resamples_of=score_resamples,
     )
     return build_leaderboard_table(
-        task_code=task.code,
-        metric_specs=metric_specs,
-        datasets=[
-            DatasetRecord(
-                slug=dataset.slug,
-                name=dataset.name,
-                access_type=str(dataset.access_type),
-                round_number=dataset.round.number if dataset.round_id else None,
-                default_weight=float(dataset.weight),
-            )
-            for dataset in datasets
-        ],
-        board=board,
-        weights=weights,
-        sort=sort,
-        page=page,
-        page_size=page_size,
-        instance_memory_gb=instance_memory_gb(),
-        remember=_remembering(
-            _intervals_key(task, user, manages, datasets, weights, version), cache_seconds()
-        ),
+        LeaderboardRequest(
+            task_code=task.code,
+            metric_specs=metric_specs,
+            datasets=[
+                DatasetRecord(
+                    slug=dataset.slug,
+                    name=dataset.name,
+                    access_type=str(dataset.access_type),
+                    round_number=dataset.round.number if dataset.round_id else None,
+                    default_weight=float(dataset.weight),
+                )
+                for dataset in datasets
+            ],
+            board=board,
+            weights=weights,
+            sort=sort,
+            page=page,
+            page_size=page_size,
+            instance_memory_gb=instance_memory_gb(),
+            remember=_remembering(
+                _intervals_key(task, user, manages, datasets, weights, version), cache_seconds()
+            ),
+        )
     )
 
 

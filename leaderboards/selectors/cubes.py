@@ -119,42 +119,8 @@ def score_cube_build(task: Task) -> ScoreCube:
     config = task.config
     metric_specs = config.metrics() if config is not None else ()
     main_metric = next((spec.name for spec in metric_specs if spec.is_main), "")
-    models = [
-        CubeModel(model_id, name, owner_id, owner_name or "", is_anonymous, is_published)
-        for model_id, name, owner_id, owner_name, is_anonymous, is_published in (
-            Model.objects.filter(task=task)
-            .order_by("pk")
-            .values_list(
-                "pk", "name", "owner_id", "owner__username", "is_anonymous", "is_published"
-            )
-        )
-    ]
-    rows: list[tuple] = []
-    if models:
-        # Plain tuples, the JSON fields as text decoded below in one call per field: a
-        # 1000-model board has thousands of scores, and per-row objects and decoding cost
-        # more than the query itself. The best model per tag needs only the main metric of
-        # each tag: the small ``main_per_tag``; the whole ``per_tag`` is read only for
-        # scores without it (written before it existed, or for another main metric).
-        has_main_per_tag = Q(main_metric=main_metric) & ~Q(main_per_tag_text="{}")
-        # ``metrics_text`` and ``main_per_tag_text`` are the database's text copies of the
-        # JSON fields (generated columns): read as they are stored.
-        rows = list(
-            Score.objects.filter(dataset__task=task, dataset__perturbation_of__isnull=True)
-            .annotate(
-                main_per_tag_board=Case(
-                    When(has_main_per_tag, then=F("main_per_tag_text")),
-                    default=Value(None),
-                    output_field=TextField(),
-                ),
-                per_tag_text=Case(
-                    When(has_main_per_tag, then=Value(None)),
-                    default=Cast("per_tag", TextField()),
-                    output_field=TextField(),
-                ),
-            )
-            .values_list(*SCORE_FIELDS)
-        )
+    models = _cube_models(task)
+    rows = _cube_score_rows(task, main_metric) if models else []
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(SCORE_FIELDS)
     (
         model_ids,
@@ -183,6 +149,50 @@ def score_cube_build(task: Task) -> ScoreCube:
         totals=example_counts,
     )
     return cube_build(models, score_columns, [spec.name for spec in metric_specs], main_metric)
+
+
+def _cube_models(task: Task) -> list[CubeModel]:
+    """Return every model of ``task`` by id, with its owner's name: one query."""
+    return [
+        CubeModel(model_id, name, owner_id, owner_name or "", is_anonymous, is_published)
+        for model_id, name, owner_id, owner_name, is_anonymous, is_published in (
+            Model.objects.filter(task=task)
+            .order_by("pk")
+            .values_list(
+                "pk", "name", "owner_id", "owner__username", "is_anonymous", "is_published"
+            )
+        )
+    ]
+
+
+def _cube_score_rows(task: Task, main_metric: str) -> list[tuple]:
+    """Return the ``SCORE_FIELDS`` of every Score on the original datasets of ``task``.
+
+    Plain tuples, the JSON fields as text decoded by the caller in one call per field: a
+    1000-model board has thousands of scores, and per-row objects and decoding cost more
+    than the query itself. The best model per tag needs only the main metric of each tag:
+    the small ``main_per_tag``; the whole ``per_tag`` is read only for scores without it
+    (written before it existed, or for another main metric).
+    """
+    has_main_per_tag = Q(main_metric=main_metric) & ~Q(main_per_tag_text="{}")
+    # ``metrics_text`` and ``main_per_tag_text`` are the database's text copies of the
+    # JSON fields (generated columns): read as they are stored.
+    return list(
+        Score.objects.filter(dataset__task=task, dataset__perturbation_of__isnull=True)
+        .annotate(
+            main_per_tag_board=Case(
+                When(has_main_per_tag, then=F("main_per_tag_text")),
+                default=Value(None),
+                output_field=TextField(),
+            ),
+            per_tag_text=Case(
+                When(has_main_per_tag, then=Value(None)),
+                default=Cast("per_tag", TextField()),
+                output_field=TextField(),
+            ),
+        )
+        .values_list(*SCORE_FIELDS)
+    )
 
 
 def score_resamples(

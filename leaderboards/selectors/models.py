@@ -9,6 +9,7 @@ anyone but the task's owners.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,9 +162,33 @@ def model_example_browser(
             "",
             all_datasets,
         )
-
     predictions = _latest_predictions(model.pk, dataset)
     compared = _latest_predictions(compare_model.pk, dataset) if compare_model else {}
+    examples = _browsed_examples(dataset, predictions, compared, _example_judge(config), wrong_only)
+    page_number, page_count = _browser_page(page, len(examples))
+    start = (page_number - 1) * BROWSER_PAGE_SIZE
+    message = "" if predictions else "This model has no predictions on this dataset yet."
+    return ExampleBrowser(
+        dataset=dataset,
+        datasets=datasets,
+        compare_model=compare_model,
+        compare_choices=compare_choices,
+        examples=examples[start : start + BROWSER_PAGE_SIZE],
+        wrong_only=wrong_only,
+        page=page_number,
+        page_count=page_count,
+        total=len(examples),
+        message=message,
+        all_datasets=all_datasets,
+    )
+
+
+def _example_judge(config) -> Callable[[Any, Any], bool | None]:
+    """Return ``correct(output, gold)``: whether the main perf metric scores an answer 100.
+
+    False when the model gave no output; None when the metric cannot score one example
+    (or fails on this one).
+    """
     perf = config.main_perf_metric
     try:
         metric = get_metric(perf.type)
@@ -183,9 +208,19 @@ def model_example_browser(
             return None
         return float(score) >= 100.0
 
+    return correct
+
+
+def _browsed_examples(
+    dataset: Dataset,
+    predictions: Mapping[int, Any],
+    compared: Mapping[int, Any],
+    correct: Callable[[Any, Any], bool | None],
+    wrong_only: bool,
+) -> list[BrowsedExample]:
+    """Return the examples of ``dataset`` the model answered (only the wrong ones if asked)."""
     examples = []
-    rows = _dataset_example_rows(dataset)
-    for example_id, uid, inputs, gold, tags in rows:
+    for example_id, uid, inputs, gold, tags in _dataset_example_rows(dataset):
         if example_id not in predictions:
             continue
         output = predictions[example_id]
@@ -205,27 +240,18 @@ def model_example_browser(
                 tags=tuple(tags or ()),
             )
         )
-    total = len(examples)
+    return examples
+
+
+def _browser_page(page: Any, total: int) -> tuple[int, int]:
+    """Return (page number, page count) of ``total`` examples; a bad ``page`` is the first,
+    one beyond the end the last."""
     page_count = max(1, -(-total // BROWSER_PAGE_SIZE))
     try:
         page_number = min(max(1, int(str(page))), page_count)
     except ValueError:
         page_number = 1
-    start = (page_number - 1) * BROWSER_PAGE_SIZE
-    message = "" if predictions else "This model has no predictions on this dataset yet."
-    return ExampleBrowser(
-        dataset=dataset,
-        datasets=datasets,
-        compare_model=compare_model,
-        compare_choices=compare_choices,
-        examples=examples[start : start + BROWSER_PAGE_SIZE],
-        wrong_only=wrong_only,
-        page=page_number,
-        page_count=page_count,
-        total=total,
-        message=message,
-        all_datasets=all_datasets,
-    )
+    return page_number, page_count
 
 
 def _dataset_example_rows(dataset: Dataset) -> list[tuple]:

@@ -55,7 +55,7 @@ from leaderboards.services.uploads import (
 )
 from tasks.config.types import FieldType, TaskConfig
 from tasks.config.values import check_dataset_row
-from tasks.models import Task
+from tasks.models import Round, Task
 from tasks.permissions import can_manage_task
 from tasks.upload_jobs import upload_max_rows
 
@@ -117,40 +117,13 @@ def dataset_import(
     """
     _require_task_owner(user, task)
     config = config_or_raise(task)
-    slug = slug or slugify(name)[:100]
-    if not slug:
-        raise ServiceError("the dataset needs a slug", code="dataset.slug_required")
-    if access_type not in AccessType.values:
-        raise ServiceError(f"unknown access type {access_type!r}", code="dataset.access_type")
-    original = _resolve_original(task, perturbation_of)
-    if original is not None and perturbation_kind not in PERTURBATION_KINDS:
-        raise ServiceError(
-            "a perturbed copy needs a kind: fairness or robustness", code="dataset.kind_required"
-        )
-    if original is None:
-        perturbation_kind = ""
-    round_ = None
-    if round_number is not None:
-        round_ = task.rounds.filter(number=round_number).first()
-        if round_ is None:
-            raise ServiceError(
-                f"round {round_number} does not exist for task {task.code}", code="round.missing"
-            )
+    slug, original, round_ = _checked_import_target(
+        task, name, slug, access_type, perturbation_of, perturbation_kind, round_number
+    )
     fmt = detect_format(filename, fmt)
-    perturbed = original is not None
-
     errors = UploadProblems()
     with transaction.atomic():
-        dataset = Dataset.objects.select_for_update().filter(task=task, slug=slug).first()
-        replacing = dataset is not None
-        if dataset is None:
-            dataset = Dataset(task=task, slug=slug)
-        elif (dataset.perturbation_of_id or None) != (original.pk if original else None):
-            raise ServiceError(
-                f"dataset {slug!r} exists and is "
-                + ("a perturbed copy" if dataset.perturbation_of_id else "an original dataset"),
-                code="dataset.slug_taken",
-            )
+        dataset, replacing = _locked_dataset(task, slug, original)
         if original is not None and original.access_type == AccessType.HIDDEN:
             access_type = AccessType.HIDDEN
         dataset.inputs_to_others = _inputs_to_others(
@@ -163,40 +136,120 @@ def dataset_import(
         dataset.source_url = source_url
         if weight is not None:
             dataset.weight = weight
-        dataset.config_version_id = task.current_config_id
-        dataset.perturbation_of = original
-        dataset.perturbation_kind = perturbation_kind
-        dataset.generated = False
-        dataset.perturbation_seed = ""
+        _mark_uploaded(dataset, task, original, perturbation_kind if original is not None else "")
         if user is not None and not replacing:
             dataset.created_by = user
         dataset.save()
-        if replacing:
-            # Predictions of the old rows go with them; scores are rebuilt by the new runs.
-            dataset.examples.all().delete()
-        original_uids = (
-            set(original.examples.values_list("uid", flat=True)) if original is not None else None
-        )
-        records = capped_records(iter_records(stream, fmt), upload_max_rows())
-        count = _write_examples(dataset, config, records, fmt, errors, perturbed, original_uids)
-        if not errors and count == 0:
-            errors.append(no_records_error())
+        count = _replace_examples(dataset, config, stream, fmt, errors, original, replacing)
         if errors:
             transaction.set_rollback(True)
         else:
-            dataset.row_count = count
-            dataset.save(update_fields=["row_count", "updated_at"])
-            if original is None:
-                dataset_copies_follow(dataset)
-            if replacing and original is None:
-                for copy in dataset.perturbations.filter(generated=True):
-                    _regenerate(copy, config)
-            if evaluate:
-                evaluation_runs_for_dataset(dataset, trigger=RunTrigger.DATASET_ADDED, user=user)
+            _finish_import(dataset, config, count, replacing, evaluate, user)
     if errors:
         raise upload_error(errors, "upload")
     logger.info("dataset %s imported into %s: %s rows", slug, task.code, count)
     return dataset
+
+
+def _checked_import_target(
+    task: Task,
+    name: str,
+    slug: str,
+    access_type: str,
+    perturbation_of: Dataset | str | None,
+    perturbation_kind: str,
+    round_number: int | None,
+) -> tuple[str, Dataset | None, Round | None]:
+    """Check what an import names and return its slug, original dataset (if a copy), round."""
+    slug = slug or slugify(name)[:100]
+    if not slug:
+        raise ServiceError("the dataset needs a slug", code="dataset.slug_required")
+    if access_type not in AccessType.values:
+        raise ServiceError(f"unknown access type {access_type!r}", code="dataset.access_type")
+    original = _resolve_original(task, perturbation_of)
+    if original is not None and perturbation_kind not in PERTURBATION_KINDS:
+        raise ServiceError(
+            "a perturbed copy needs a kind: fairness or robustness", code="dataset.kind_required"
+        )
+    round_ = None
+    if round_number is not None:
+        round_ = task.rounds.filter(number=round_number).first()
+        if round_ is None:
+            raise ServiceError(
+                f"round {round_number} does not exist for task {task.code}", code="round.missing"
+            )
+    return slug, original, round_
+
+
+def _locked_dataset(task: Task, slug: str, original: Dataset | None) -> tuple[Dataset, bool]:
+    """Return the dataset at ``slug`` (locked; a new one if none) and whether it exists.
+
+    An existing dataset can only be replaced by the same kind: an original by an original,
+    a copy by a copy of the same original.
+    """
+    dataset = Dataset.objects.select_for_update().filter(task=task, slug=slug).first()
+    if dataset is None:
+        return Dataset(task=task, slug=slug), False
+    if (dataset.perturbation_of_id or None) != (original.pk if original else None):
+        raise ServiceError(
+            f"dataset {slug!r} exists and is "
+            + ("a perturbed copy" if dataset.perturbation_of_id else "an original dataset"),
+            code="dataset.slug_taken",
+        )
+    return dataset, True
+
+
+def _mark_uploaded(
+    dataset: Dataset, task: Task, original: Dataset | None, perturbation_kind: str
+) -> None:
+    """Mark ``dataset`` as uploaded (not generated) for the task's current config."""
+    dataset.config_version_id = task.current_config_id
+    dataset.perturbation_of = original
+    dataset.perturbation_kind = perturbation_kind
+    dataset.generated = False
+    dataset.perturbation_seed = ""
+
+
+def _replace_examples(
+    dataset: Dataset,
+    config: TaskConfig,
+    stream: IO,
+    fmt: str,
+    errors: UploadProblems,
+    original: Dataset | None,
+    replacing: bool,
+) -> int:
+    """Write the examples of ``stream`` in place of the dataset's; return how many.
+
+    Problems go to ``errors`` (an empty file is one).
+    """
+    if replacing:
+        # Predictions of the old rows go with them; scores are rebuilt by the new runs.
+        dataset.examples.all().delete()
+    original_uids = (
+        set(original.examples.values_list("uid", flat=True)) if original is not None else None
+    )
+    records = capped_records(iter_records(stream, fmt), upload_max_rows())
+    perturbed = original is not None
+    count = _write_examples(dataset, config, records, fmt, errors, perturbed, original_uids)
+    if not errors and count == 0:
+        errors.append(no_records_error())
+    return count
+
+
+def _finish_import(
+    dataset: Dataset, config: TaskConfig, count: int, replacing: bool, evaluate: bool, user
+) -> None:
+    """Record the row count, bring the perturbed copies along and queue the evaluations."""
+    dataset.row_count = count
+    dataset.save(update_fields=["row_count", "updated_at"])
+    if dataset.perturbation_of_id is None:
+        dataset_copies_follow(dataset)
+        if replacing:
+            for copy in dataset.perturbations.filter(generated=True):
+                _regenerate(copy, config)
+    if evaluate:
+        evaluation_runs_for_dataset(dataset, trigger=RunTrigger.DATASET_ADDED, user=user)
 
 
 def _inputs_to_others(existing: Dataset | None, access_type: str, choice: bool | None) -> bool:
@@ -251,24 +304,7 @@ def _write_examples(
                 "a dataset field",
                 check_dataset_row(config, row, perturbed=perturbed),
             )
-            uid = str(row.get("uid", ""))
-            if uid and uid in seen:
-                problems.append(
-                    UploadLineError(line, "upload.E020", f"uid {uid[:60]!r} is repeated", "uid")
-                )
-            seen.add(uid)
-            if len(uid) > 200:
-                problems.append(UploadLineError(line, "upload.E021", "uid is too long", "uid"))
-            input_id = str(row.get("input_id", "")) if perturbed else ""
-            if perturbed and input_id and input_id not in original_uids:
-                problems.append(
-                    UploadLineError(
-                        line,
-                        "upload.E022",
-                        f"input_id {input_id[:60]!r} is not a uid of the original dataset",
-                        "input_id",
-                    )
-                )
+            uid, input_id = _identity_problems(line, row, perturbed, seen, original_uids, problems)
             if problems:
                 errors.extend(problems)
             elif not errors:
@@ -292,6 +328,40 @@ def _write_examples(
     if batch and not errors:
         DatasetExample.objects.bulk_create(batch)
     return position
+
+
+def _identity_problems(
+    line: int,
+    row: dict,
+    perturbed: bool,
+    seen: set[str],
+    original_uids: set[str] | None,
+    problems: list[UploadLineError],
+) -> tuple[str, str]:
+    """Return the row's uid and input id; append their problems to ``problems``.
+
+    A uid is unique in the file (``seen``, which it joins) and at most 200 characters; a
+    perturbed copy's ``input_id`` is a uid of the original dataset.
+    """
+    uid = str(row.get("uid", ""))
+    if uid and uid in seen:
+        problems.append(
+            UploadLineError(line, "upload.E020", f"uid {uid[:60]!r} is repeated", "uid")
+        )
+    seen.add(uid)
+    if len(uid) > 200:
+        problems.append(UploadLineError(line, "upload.E021", "uid is too long", "uid"))
+    input_id = str(row.get("input_id", "")) if perturbed else ""
+    if perturbed and input_id and input_id not in original_uids:
+        problems.append(
+            UploadLineError(
+                line,
+                "upload.E022",
+                f"input_id {input_id[:60]!r} is not a uid of the original dataset",
+                "input_id",
+            )
+        )
+    return uid, input_id
 
 
 def perturbation_text_fields(config: TaskConfig) -> tuple[str, ...]:

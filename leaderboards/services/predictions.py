@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import IO
 
 from django.db import transaction
@@ -26,6 +27,7 @@ from leaderboards.services.uploads import (
 )
 from models_hub.models import Model
 from models_hub.selectors import model_can_edit
+from tasks.config.types import TaskConfig
 from tasks.config.values import check_prediction_row
 
 PREDICTION_BATCH_SIZE = 2000
@@ -76,14 +78,8 @@ def predictions_import(
     evaluated one. ``user`` spends a unit of their daily budget on the dataset
     (``run_budget_charge``); a refused file spends none.
     """
-    if model.task_id != dataset.task_id:
-        raise ServiceError("the model and the dataset belong to different tasks", code="run.task")
-    if user is not None and not model_can_edit(model, user):
-        raise PermissionDenied("only the model's owner or the task's owners can upload for it")
-    config = config_or_raise(dataset.task)
+    config = _checked_predictions_upload(model, dataset, user)
     fmt = detect_format(filename, fmt)
-    output_names = config.output_names
-    known = set(output_names) | {"uid"}
     errors = UploadProblems()
     with transaction.atomic():
         run_budget_charge(user, dataset)
@@ -99,51 +95,13 @@ def predictions_import(
             requested_by=user,
             started_at=timezone.now(),
         )
-        seen: set[str] = set()
-        batch: list[Prediction] = []
-        count = 0
-        for line, record in iter_records(stream, fmt):
-            if isinstance(record, UploadLineError):
-                errors.append(record)
-            else:
-                row = normalise_csv_row(config, record) if fmt == "csv" else record
-                problems = row_problems(
-                    line, row, known, "an output field", check_prediction_row(config, row)
-                )
-                uid = str(row.get("uid", ""))
-                if uid and uid not in example_ids:
-                    problems.append(
-                        UploadLineError(
-                            line, "upload.E023", f"uid {uid[:60]!r} is not in the dataset", "uid"
-                        )
-                    )
-                elif uid in seen:
-                    problems.append(
-                        UploadLineError(line, "upload.E020", f"uid {uid[:60]!r} is repeated", "uid")
-                    )
-                seen.add(uid)
-                if problems:
-                    errors.extend(problems)
-                elif not errors:
-                    batch.append(
-                        Prediction(
-                            run=run,
-                            example_id=example_ids[uid],
-                            output={name: row[name] for name in output_names if name in row},
-                        )
-                    )
-                    count += 1
-            if len(batch) >= PREDICTION_BATCH_SIZE:
-                Prediction.objects.bulk_create(batch)
-                batch = []
-        if not errors and count == 0:
-            errors.append(no_records_error())
-        missing = [] if errors or partial else [uid for uid in example_ids if uid not in seen]
+        records = iter_records(stream, fmt)
+        count, missing = _write_predictions(
+            run, config, records, fmt, example_ids, errors, partial=partial
+        )
         if errors or missing:
             transaction.set_rollback(True)
         else:
-            if batch:
-                Prediction.objects.bulk_create(batch)
             run.done = count
             run.failed_count = len(example_ids) - count
             run.status = RunStatus.FINALIZING
@@ -155,3 +113,75 @@ def predictions_import(
     run_finalize(run.pk)
     run.refresh_from_db()
     return run
+
+
+def _checked_predictions_upload(model: Model, dataset: Dataset, user) -> TaskConfig:
+    """Check that ``user`` may upload predictions of ``model`` on ``dataset``; return the
+    task's config."""
+    if model.task_id != dataset.task_id:
+        raise ServiceError("the model and the dataset belong to different tasks", code="run.task")
+    if user is not None and not model_can_edit(model, user):
+        raise PermissionDenied("only the model's owner or the task's owners can upload for it")
+    return config_or_raise(dataset.task)
+
+
+def _write_predictions(
+    run: EvaluationRun,
+    config: TaskConfig,
+    records: Iterable,
+    fmt: str,
+    example_ids: Mapping[str, int],
+    errors: UploadProblems,
+    *,
+    partial: bool,
+) -> tuple[int, list[str]]:
+    """Check and bulk-write the predictions of ``records``; append problems to ``errors``.
+
+    Return the count of predictions and the uids the file misses (none when ``partial``,
+    or when there are errors, an empty file being one). Nothing more is written once there
+    is a problem.
+    """
+    output_names = config.output_names
+    known = set(output_names) | {"uid"}
+    seen: set[str] = set()
+    batch: list[Prediction] = []
+    count = 0
+    for line, record in records:
+        if isinstance(record, UploadLineError):
+            errors.append(record)
+        else:
+            row = normalise_csv_row(config, record) if fmt == "csv" else record
+            problems = row_problems(
+                line, row, known, "an output field", check_prediction_row(config, row)
+            )
+            uid = str(row.get("uid", ""))
+            problems += _uid_problems(line, uid, example_ids, seen)
+            seen.add(uid)
+            if problems:
+                errors.extend(problems)
+            elif not errors:
+                output = {name: row[name] for name in output_names if name in row}
+                batch.append(Prediction(run=run, example_id=example_ids[uid], output=output))
+                count += 1
+        if len(batch) >= PREDICTION_BATCH_SIZE:
+            Prediction.objects.bulk_create(batch)
+            batch = []
+    if not errors and count == 0:
+        errors.append(no_records_error())
+    missing = [] if errors or partial else [uid for uid in example_ids if uid not in seen]
+    if batch and not errors and not missing:
+        Prediction.objects.bulk_create(batch)
+    return count, missing
+
+
+def _uid_problems(
+    line: int, uid: str, example_ids: Mapping[str, int], seen: set[str]
+) -> list[UploadLineError]:
+    """Return the problem of a line's uid: not an example of the dataset, or already seen."""
+    if uid and uid not in example_ids:
+        return [
+            UploadLineError(line, "upload.E023", f"uid {uid[:60]!r} is not in the dataset", "uid")
+        ]
+    if uid in seen:
+        return [UploadLineError(line, "upload.E020", f"uid {uid[:60]!r} is repeated", "uid")]
+    return []

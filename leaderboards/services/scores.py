@@ -16,6 +16,7 @@ score cube (``board_cube_refresh``) for the next leaderboard page.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -227,15 +228,67 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
     config = dataset.task.config
     main = config.main_perf_metric
     names = tuple(dict.fromkeys(perf.reference_name for perf in config.perf_metrics))
+    delta_runs = _latest_delta_runs(dataset, config, model_id)
+    data = _load_run(run, names)
+    if not data.count:
+        return None
+    perf = _perf_scores(config, data, dataset_id)
+    metrics = perf.metrics
+    for kind in config.delta_metrics:
+        copy_run = delta_runs.get(kind)
+        metrics[kind] = _delta(copy_run, run, main) if copy_run is not None else None
+    job = _job_metrics(run) if run.trigger != RunTrigger.PREDICTIONS_UPLOAD else {}
+    metrics.update(job)
+    score, _ = Score.objects.update_or_create(
+        model_id=model_id,
+        dataset_id=dataset_id,
+        defaults={
+            "run": run,
+            "config_version_id": dataset.task.current_config_id,
+            "metrics": metrics,
+            "per_tag": perf.per_tag,
+            "main_per_tag": main_per_tag_of(perf.per_tag, main.name),
+            "main_metric": main.name,
+            "main_value": metrics.get(main.name),
+            "ci_low": perf.ci[0],
+            "ci_high": perf.ci[1],
+            "main_resamples": perf.main_resamples,
+            "examples_per_second": job.get("examples_per_second"),
+            "latency_p50_ms": job.get("latency_p50_ms"),
+            "latency_p95_ms": job.get("latency_p95_ms"),
+            "memory_gb": job.get("memory_utilization"),
+            "example_count": data.count,
+            "covered_count": data.covered,
+        },
+    )
+    return score
+
+
+def _latest_delta_runs(dataset: Dataset, config, model_id: int) -> dict[str, EvaluationRun]:
+    """Return the latest done run of the model on each perturbed copy the config scores."""
     delta_runs = {}
     for kind in config.delta_metrics:
         copy = dataset.perturbations.filter(perturbation_kind=kind).first()
         copy_run = _latest_done_run(model_id, copy.pk) if copy is not None else None
         if copy_run is not None:
             delta_runs[kind] = copy_run
-    data = _load_run(run, names)
-    if not data.count:
-        return None
+    return delta_runs
+
+
+@dataclass(frozen=True)
+class _PerfScores:
+    """The perf metrics of a run (None: not available), per tag, and the main one's interval
+    and encoded bootstrap resamples."""
+
+    metrics: dict[str, float | None]
+    per_tag: dict[str, dict[str, float]]
+    ci: tuple[float | None, float | None]
+    main_resamples: bytes | None
+
+
+def _perf_scores(config, data, dataset_id: int) -> _PerfScores:
+    """Score every perf metric of ``config`` on the run's ``data``, overall and per tag."""
+    main = config.main_perf_metric
     metrics: dict[str, float | None] = {}
     per_tag: dict[str, dict[str, float]] = {}
     ci: tuple[float | None, float | None] = (None, None)
@@ -267,34 +320,7 @@ def score_refresh(model_id: int, dataset_id: int) -> Score | None:
             low, high = bootstrap_interval(resamples)
             ci = (round(low, 4), round(high, 4))
             main_resamples = resamples_encode(resamples)
-    for kind in config.delta_metrics:
-        copy_run = delta_runs.get(kind)
-        metrics[kind] = _delta(copy_run, run, main) if copy_run is not None else None
-    job = _job_metrics(run) if run.trigger != RunTrigger.PREDICTIONS_UPLOAD else {}
-    metrics.update(job)
-    score, _ = Score.objects.update_or_create(
-        model_id=model_id,
-        dataset_id=dataset_id,
-        defaults={
-            "run": run,
-            "config_version_id": dataset.task.current_config_id,
-            "metrics": metrics,
-            "per_tag": per_tag,
-            "main_per_tag": main_per_tag_of(per_tag, main.name),
-            "main_metric": main.name,
-            "main_value": metrics.get(main.name),
-            "ci_low": ci[0],
-            "ci_high": ci[1],
-            "main_resamples": main_resamples,
-            "examples_per_second": job.get("examples_per_second"),
-            "latency_p50_ms": job.get("latency_p50_ms"),
-            "latency_p95_ms": job.get("latency_p95_ms"),
-            "memory_gb": job.get("memory_utilization"),
-            "example_count": data.count,
-            "covered_count": data.covered,
-        },
-    )
-    return score
+    return _PerfScores(metrics, per_tag, ci, main_resamples)
 
 
 def _delta(copy_run: EvaluationRun, run: EvaluationRun, main) -> float | None:

@@ -104,32 +104,12 @@ class Board:
         keys = sorted(model_by_key)
         listed = [model_by_key[key] for key in keys]
         model_position = {model.model_id: index for index, model in enumerate(listed)}
-        slugs = list(dict.fromkeys([dataset.slug for dataset in datasets]))
-        slug_position = {slug: index for index, slug in enumerate(slugs)}
-        for slug in dict.fromkeys(scores.dataset_slugs):
-            if slug not in slug_position:
-                slug_position[slug] = len(slugs)
-                slugs.append(slug)
+        slugs, slug_position = _board_slugs(datasets, scores)
         names = list(dict.fromkeys(metric_names))
         metric_position = {name: index for index, name in enumerate(names)}
-
-        model_index = np.array(
-            [model_position.get(model_id, -1) for model_id in scores.model_ids], dtype=np.int64
+        kept, model_index, dataset_index = _last_score_of_pairs(
+            scores, model_position, slug_position, len(slugs)
         )
-        dataset_index = np.array(
-            list(map(slug_position.__getitem__, scores.dataset_slugs)), dtype=np.int64
-        )
-        kept = np.flatnonzero(model_index >= 0)
-        pairs = model_index[kept] * max(len(slugs), 1) + dataset_index[kept]
-        # The last Score of a (model, dataset) pair wins, listed where the pair first came.
-        _, last_reversed = np.unique(pairs[::-1], return_index=True)
-        if last_reversed.size != kept.size:
-            _, first = np.unique(pairs, return_index=True)
-            winners = len(pairs) - 1 - last_reversed
-            kept = kept[winners[np.argsort(first, kind="stable")]]
-        model_index = model_index[kept]
-        dataset_index = dataset_index[kept]
-
         shape = (len(keys), len(slugs))
         values = np.full((*shape, len(names)), np.nan)
         if kept.size:
@@ -146,21 +126,8 @@ class Board:
         ci_lows[model_index, dataset_index] = finite_array(scores.ci_lows)[kept]
         ci_highs = np.full(shape, np.nan)
         ci_highs[model_index, dataset_index] = finite_array(scores.ci_highs)[kept]
-        resamples = np.full((*shape, BOOTSTRAP_RESAMPLES), np.nan, dtype=np.float32)
-        if scores.main_resamples:
-            stored = scores.main_resamples
-            for model, dataset, position in zip(
-                model_index.tolist(), dataset_index.tolist(), kept.tolist(), strict=True
-            ):
-                values_of = resamples_decode(stored[position])
-                if values_of is not None:
-                    resamples[model, dataset] = values_of
-        covered = np.full(shape, -1, dtype=np.int64)
-        totals = np.zeros(shape, dtype=np.int64)
-        if len(scores.covered) and kept.size:
-            counts = np.array([-1 if value is None else value for value in scores.covered])
-            covered[model_index, dataset_index] = counts.astype(np.int64)[kept]
-            totals[model_index, dataset_index] = np.asarray(scores.totals, dtype=np.int64)[kept]
+        resamples = _resample_array(shape, scores, kept, model_index, dataset_index)
+        covered, totals = _coverage_arrays(shape, scores, kept, model_index, dataset_index)
         tag_names, tag_values = _tag_array(
             shape,
             model_index,
@@ -282,3 +249,80 @@ def _tag_array(
         np.array(list(map(position.__getitem__, tags)), dtype=np.int64),
     ] = values
     return names, array
+
+
+def _board_slugs(
+    datasets: Sequence[DatasetRecord], scores: ScoreColumns
+) -> tuple[list[str], dict[str, int]]:
+    """Return the board's dataset slugs and their positions: the listed datasets first,
+    then those only the scores name, each once in the order it first came."""
+    slugs = list(dict.fromkeys([dataset.slug for dataset in datasets]))
+    slug_position = {slug: index for index, slug in enumerate(slugs)}
+    for slug in dict.fromkeys(scores.dataset_slugs):
+        if slug not in slug_position:
+            slug_position[slug] = len(slugs)
+            slugs.append(slug)
+    return slugs, slug_position
+
+
+def _last_score_of_pairs(
+    scores: ScoreColumns,
+    model_position: Mapping[int, int],
+    slug_position: Mapping[str, int],
+    slug_count: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the positions in ``scores`` of the scores kept, with their model and dataset
+    positions on the board: the listed models' scores, the last Score of a (model, dataset)
+    pair winning, listed where the pair first came."""
+    model_index = np.array(
+        [model_position.get(model_id, -1) for model_id in scores.model_ids], dtype=np.int64
+    )
+    dataset_index = np.array(
+        list(map(slug_position.__getitem__, scores.dataset_slugs)), dtype=np.int64
+    )
+    kept = np.flatnonzero(model_index >= 0)
+    pairs = model_index[kept] * max(slug_count, 1) + dataset_index[kept]
+    _, last_reversed = np.unique(pairs[::-1], return_index=True)
+    if last_reversed.size != kept.size:
+        _, first = np.unique(pairs, return_index=True)
+        winners = len(pairs) - 1 - last_reversed
+        kept = kept[winners[np.argsort(first, kind="stable")]]
+    return kept, model_index[kept], dataset_index[kept]
+
+
+def _resample_array(
+    shape: tuple[int, int],
+    scores: ScoreColumns,
+    kept: np.ndarray,
+    model_index: np.ndarray,
+    dataset_index: np.ndarray,
+) -> np.ndarray:
+    """Return the kept scores' main-metric bootstrap resamples (models x datasets x resamples,
+    float32, NaN where a score has none)."""
+    resamples = np.full((*shape, BOOTSTRAP_RESAMPLES), np.nan, dtype=np.float32)
+    if scores.main_resamples:
+        stored = scores.main_resamples
+        for model, dataset, position in zip(
+            model_index.tolist(), dataset_index.tolist(), kept.tolist(), strict=True
+        ):
+            values_of = resamples_decode(stored[position])
+            if values_of is not None:
+                resamples[model, dataset] = values_of
+    return resamples
+
+
+def _coverage_arrays(
+    shape: tuple[int, int],
+    scores: ScoreColumns,
+    kept: np.ndarray,
+    model_index: np.ndarray,
+    dataset_index: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the examples each kept score covered (-1: unknown) and its dataset's total."""
+    covered = np.full(shape, -1, dtype=np.int64)
+    totals = np.zeros(shape, dtype=np.int64)
+    if len(scores.covered) and kept.size:
+        counts = np.array([-1 if value is None else value for value in scores.covered])
+        covered[model_index, dataset_index] = counts.astype(np.int64)[kept]
+        totals[model_index, dataset_index] = np.asarray(scores.totals, dtype=np.int64)[kept]
+    return covered, totals

@@ -1,8 +1,9 @@
 """Build one page of the leaderboard: Dynascore glue, sorting, paging (pure: no DB, no HTTP).
 
-Contract: ``build_leaderboard_table`` takes plain records (the models a viewer may see,
-their per-dataset scores as ``ScoreColumns`` or ``ScoreRecord`` objects, or a ``Board`` of
-them, the visible datasets and the task config's metrics) and returns a typed
+Contract: ``build_leaderboard_table`` takes a ``LeaderboardRequest`` of plain records (the
+models a viewer may see, their per-dataset scores as ``ScoreColumns`` or ``ScoreRecord``
+objects, or a ``Board`` of them, the visible datasets and the task config's metrics, with
+the weights, the sort and the page) and returns a typed
 ``LeaderboardTable``; ``leaderboards.selectors.boards.leaderboard_table`` loads those
 records with a fixed number of queries and calls it.
 
@@ -116,64 +117,169 @@ def _compute_now(compute: Callable[[], BoardIntervals]) -> BoardIntervals:
     return compute()
 
 
-def build_leaderboard_table(
-    *,
-    task_code: str,
-    metric_specs: Sequence[Any],
-    datasets: Sequence[DatasetRecord],
-    models: Sequence[ModelRecord] = (),
-    scores: ScoreColumns | Iterable[ScoreRecord] = (),
-    weights: LeaderboardWeights,
-    board: Board | None = None,
-    sort: str = DEFAULT_SORT,
-    page: int = 1,
-    page_size: int = DEFAULT_PAGE_SIZE,
-    instance_memory_gb: float = DEFAULT_INSTANCE_MEMORY_GB,
-    messages: Sequence[str] = (),
-    remember: Callable[[Callable[[], BoardIntervals]], BoardIntervals] = _compute_now,
-) -> LeaderboardTable:
-    """Return one page of the leaderboard of ``models`` (see the module docstring).
+@dataclass(frozen=True)
+class LeaderboardRequest:
+    """What one page of a leaderboard is built from (``build_leaderboard_table``).
+
+    ``models`` and ``scores`` (``ScoreColumns`` or ``ScoreRecord`` objects), or a
+    ``board`` of them (by dataset slug, e.g. from ``leaderboards.cubes``), are the models
+    a viewer may see; ``datasets`` the visible datasets; ``metric_specs`` the task
+    config's metrics. ``messages`` start the page's notes. ``remember(compute)`` returns
+    ``compute()`` or the intervals it kept for the same board and weights.
+    """
+
+    task_code: str
+    metric_specs: Sequence[Any]
+    datasets: Sequence[DatasetRecord]
+    weights: LeaderboardWeights
+    models: Sequence[ModelRecord] = ()
+    scores: ScoreColumns | Iterable[ScoreRecord] = ()
+    board: Board | None = None
+    sort: str = DEFAULT_SORT
+    page: int = 1
+    page_size: int = DEFAULT_PAGE_SIZE
+    instance_memory_gb: float = DEFAULT_INSTANCE_MEMORY_GB
+    messages: Sequence[str] = ()
+    remember: Callable[[Callable[[], BoardIntervals]], BoardIntervals] = _compute_now
+
+
+def build_leaderboard_table(request: LeaderboardRequest) -> LeaderboardTable:
+    """Return one page of the leaderboard of the requested models (see the module docstring).
 
     The Dynascore of every model is computed in one pass on numpy arrays (the fast path of
     ``leaderboards.dynascore``, equal to the reference to the last bit); every model is
     ordered, but only the page rows are built into ``LeaderboardRow`` objects, so the
-    Python work per model is a few list and array operations. ``board`` (a ``Board`` of
-    the listed models and of ``datasets``, by slug, e.g. from ``leaderboards.cubes``)
-    replaces ``models`` and ``scores``. The bootstrap intervals (a thousand Dynascores
-    per model) do not depend on the sort or the page: ``remember(compute)`` returns
-    ``compute()`` or a copy it kept for the same board and weights.
+    Python work per model is a few list and array operations. The bootstrap intervals (a
+    thousand Dynascores per model) do not depend on the sort or the page, so that
+    ``request.remember`` may keep them.
     """
-    notes = list(messages)
-    main_spec = next((spec for spec in metric_specs if spec.is_main), None)
-    main_metric = main_spec.name if main_spec is not None else ""
+    notes = list(request.messages)
+    metric_specs, datasets, weights = request.metric_specs, request.datasets, request.weights
+    main_metric = _main_metric_name(metric_specs)
     scoring = [dataset for dataset in datasets if dataset.access_type == "scoring"]
-    dataset_weights = {
+    dataset_weights = _dataset_weights(scoring, weights)
+    board = request.board
+    if board is None:
+        board = _load_board(request.models, datasets, request.scores, metric_specs, main_metric)
+    scored = _score_board(
+        board,
+        metric_specs,
+        weights,
+        dataset_weights,
+        main_metric,
+        request.instance_memory_gb,
+        notes,
+    )
+    paged = _paginate(request, board, scored, scoring, dataset_weights, main_metric, notes)
+    rows = _page_rows(
+        board, scored, paged.rows, metric_specs, datasets, main_metric, paged.intervals
+    )
+    trend_rounds, trends = trends_of_top_models(scored.result, scoring, board)
+    bar_datasets, bars = (), ()
+    if len(trend_rounds) < 2:
+        bar_datasets, bars = dataset_bars_of_top_models(scored.result, scoring, board)
+    return LeaderboardTable(
+        task_code=request.task_code,
+        main_metric=main_metric,
+        weights=LeaderboardWeights(
+            metrics={spec.name: _metric_weight(weights, spec) for spec in metric_specs},
+            datasets=dataset_weights,
+        ),
+        sort=request.sort,
+        page=paged.page,
+        page_size=request.page_size,
+        page_count=paged.page_count,
+        total_rows=paged.total_rows,
+        metrics=_metric_columns(scored, weights),
+        datasets=_dataset_columns(datasets, dataset_weights),
+        rows=rows,
+        hidden_metrics=scored.hidden_metrics,
+        error=scored.error,
+        error_code=scored.error_code,
+        messages=tuple(notes),
+        best_per_tag=best_per_tag(board, dataset_weights),
+        trend_rounds=trend_rounds,
+        trends=trends,
+        bar_datasets=bar_datasets,
+        dataset_bars=bars,
+        predictions_file_models=int(scored.file_rows.sum()),
+        left_out_metrics=scored.left_out,
+    )
+
+
+@dataclass(frozen=True)
+class ScoredBoard:
+    """Every model of a board scored: its metric averages, its Dynascore and what is shown.
+
+    ``averages`` is models x metrics (the board's metric order, NaN: no value);
+    ``shown_specs`` the metric specs the table shows (the main one and every metric some
+    model has), ``hidden_metrics`` the others; ``offsets`` the lower-is-better offsets;
+    ``file_rows`` which models were scored from predictions files; ``left_out`` the job
+    metrics left out of every Dynascore because of them; ``metric_inputs`` what the
+    Dynascore was fed; ``result`` the Dynascore (None: not computed, ``error`` says why
+    when it is an error).
+    """
+
+    averages: np.ndarray
+    shown_specs: tuple[Any, ...]
+    hidden_metrics: tuple[str, ...]
+    offsets: dict[str, float]
+    file_rows: np.ndarray
+    left_out: tuple[str, ...]
+    metric_inputs: tuple[MetricInput, ...]
+    result: DynascoreArrays | None
+    error: str | None
+    error_code: str | None
+
+
+def _main_metric_name(metric_specs: Sequence[Any]) -> str:
+    main_spec = next((spec for spec in metric_specs if spec.is_main), None)
+    return main_spec.name if main_spec is not None else ""
+
+
+def _metric_weight(weights: LeaderboardWeights, spec: Any) -> float:
+    return float(weights.metrics.get(spec.name, spec.default_weight))
+
+
+def _dataset_weights(
+    scoring: Sequence[DatasetRecord], weights: LeaderboardWeights
+) -> dict[str, float]:
+    """Return the weight of each scoring dataset: the chosen one, else its default."""
+    return {
         dataset.slug: float(weights.datasets.get(dataset.slug, dataset.default_weight))
         for dataset in scoring
     }
+
+
+def _load_board(
+    models: Sequence[ModelRecord],
+    datasets: Sequence[DatasetRecord],
+    scores: ScoreColumns | Iterable[ScoreRecord],
+    metric_specs: Sequence[Any],
+    main_metric: str,
+) -> Board:
+    if not isinstance(scores, ScoreColumns):
+        scores = ScoreColumns.from_records(scores)
     metric_names = [spec.name for spec in metric_specs]
-    if board is None:
-        if not isinstance(scores, ScoreColumns):
-            scores = ScoreColumns.from_records(scores)
-        board = Board.load(models, datasets, scores, metric_names, main_metric)
-    keys = board.keys
+    return Board.load(models, datasets, scores, metric_names, main_metric)
 
-    error: str | None = None
-    error_code: str | None = None
-    try:
-        # Datasets missing from ``dataset_weights`` (standard, hidden) are ignored by
-        # the averaging, so every dataset of the board is passed.
-        averages, _ = average_over_datasets_array(board.values, board.slugs, dataset_weights)
-    except DynascoreError as problem:
-        error, error_code = problem.message, problem.code
-        averages = np.full((len(keys), len(board.metric_names)), np.nan)
-    has_value = ~np.isnan(averages).all(axis=0)
-    available = {
-        name for name, has in zip(board.metric_names, has_value.tolist(), strict=True) if has
-    }
 
-    shown_specs = [spec for spec in metric_specs if spec.name in available or spec.is_main]
-    hidden_metrics = tuple(spec.name for spec in metric_specs if spec not in shown_specs)
+def _score_board(
+    board: Board,
+    metric_specs: Sequence[Any],
+    weights: LeaderboardWeights,
+    dataset_weights: Mapping[str, float],
+    main_metric: str,
+    instance_memory_gb: float,
+    notes: list[str],
+) -> ScoredBoard:
+    """Average every model's metrics over the scoring datasets and compute its Dynascore.
+
+    A note is appended to ``notes`` when no model has a score on the scoring datasets.
+    """
+    averages, error, error_code = _average_metrics(board, dataset_weights)
+    available = _available_metrics(board, averages)
+    shown_specs = tuple(spec for spec in metric_specs if spec.name in available or spec.is_main)
     offsets = {
         spec.name: _offset(spec, board.average_column(averages, spec.name), instance_memory_gb)
         for spec in shown_specs
@@ -185,24 +291,23 @@ def build_leaderboard_table(
         if file_rows.any()
         else ()
     )
-    metric_inputs = [
+    metric_inputs = tuple(
         MetricInput(
             name=spec.name,
             direction=str(spec.direction),
-            weight=float(weights.metrics.get(spec.name, spec.default_weight)),
+            weight=_metric_weight(weights, spec),
             offset=offsets.get(spec.name, 0.0),
             resolution=_resolution(spec)[0],
             relative_resolution=_resolution(spec)[1],
         )
         for spec in shown_specs
         if spec.name in available and spec.name not in left_out
-    ]
-
+    )
     result: DynascoreArrays | None = None
     if error is None and main_metric in available:
         try:
             result = compute_dynascore_arrays(
-                keys,
+                board.keys,
                 averages[:, [board.metric_position[item.name] for item in metric_inputs]],
                 metric_inputs,
                 main_metric=main_metric,
@@ -212,27 +317,60 @@ def build_leaderboard_table(
             error, error_code = problem.message, problem.code
     elif error is None and board.keys:
         notes.append("No model has a score on the scoring datasets yet.")
+    hidden_metrics = tuple(spec.name for spec in metric_specs if spec not in shown_specs)
+    return ScoredBoard(
+        averages, shown_specs, hidden_metrics, offsets, file_rows, left_out, metric_inputs,
+        result, error, error_code,
+    )  # fmt: skip
 
-    columns = tuple(
+
+def _average_metrics(
+    board: Board, dataset_weights: Mapping[str, float]
+) -> tuple[np.ndarray, str | None, str | None]:
+    """Return every model's metrics averaged over the weighted datasets, or NaN and the error."""
+    try:
+        # Datasets missing from ``dataset_weights`` (standard, hidden) are ignored by
+        # the averaging, so every dataset of the board is passed.
+        averages, _ = average_over_datasets_array(board.values, board.slugs, dataset_weights)
+    except DynascoreError as problem:
+        nothing = np.full((len(board.keys), len(board.metric_names)), np.nan)
+        return nothing, problem.message, problem.code
+    return averages, None, None
+
+
+def _available_metrics(board: Board, averages: np.ndarray) -> set[str]:
+    """Return the metrics that at least one model has an average of."""
+    has_value = ~np.isnan(averages).all(axis=0)
+    return {name for name, has in zip(board.metric_names, has_value.tolist(), strict=True) if has}
+
+
+def _metric_columns(scored: ScoredBoard, weights: LeaderboardWeights) -> tuple[MetricColumn, ...]:
+    result = scored.result
+    return tuple(
         MetricColumn(
             name=spec.name,
             label=METRIC_LABELS.get(spec.name, spec.name.replace("_", " ").capitalize()),
             kind=spec.kind,
             direction=str(spec.direction),
-            weight=float(weights.metrics.get(spec.name, spec.default_weight)),
+            weight=_metric_weight(weights, spec),
             default_weight=float(spec.default_weight),
             is_main=spec.is_main,
-            offset=offsets.get(spec.name, 0.0),
+            offset=scored.offsets.get(spec.name, 0.0),
             amrs=result.amrs.get(spec.name) if result is not None else None,
             contributes=result is not None and result.amrs.get(spec.name, 0.0) > 0,
             resolution=_resolution(spec)[0],
             relative_resolution=_resolution(spec)[1],
             self_reported=bool(getattr(spec, "self_reported", False)),
-            left_out=spec.name in left_out,
+            left_out=spec.name in scored.left_out,
         )
-        for spec in shown_specs
+        for spec in scored.shown_specs
     )
-    dataset_columns = tuple(
+
+
+def _dataset_columns(
+    datasets: Sequence[DatasetRecord], dataset_weights: Mapping[str, float]
+) -> tuple[DatasetColumn, ...]:
+    return tuple(
         DatasetColumn(
             slug=dataset.slug,
             name=dataset.name,
@@ -244,123 +382,153 @@ def build_leaderboard_table(
         for dataset in datasets
     )
 
-    # Intervals from the bootstrap resamples (``leaderboards.intervals``): every model's
-    # when the page is sorted by them (``remember`` may keep those for other pages of this
-    # weighting), else only the page's models and their ranked neighbours, once the order
-    # is known.
-    weighted = [
+
+def _weighted_main_datasets(
+    board: Board, scoring: Sequence[DatasetRecord], dataset_weights: Mapping[str, float]
+) -> list[tuple[int, float]]:
+    """Return (board position, weight) of the weighted scoring datasets with a main metric."""
+    return [
         (board.slug_position[dataset.slug], dataset_weights.get(dataset.slug, 0.0))
         for dataset in scoring
         if dataset_weights.get(dataset.slug, 0.0) > 0
         and not np.isnan(board.main[:, board.slug_position[dataset.slug]]).all()
     ]
 
+
+@dataclass(frozen=True)
+class _Page:
+    """The page shown: its number, the page count, its models' board positions, intervals."""
+
+    page: int
+    page_count: int
+    total_rows: int
+    rows: list[int]
+    intervals: BoardIntervals
+
+
+def _paginate(
+    request: LeaderboardRequest,
+    board: Board,
+    scored: ScoredBoard,
+    scoring: Sequence[DatasetRecord],
+    dataset_weights: Mapping[str, float],
+    main_metric: str,
+    notes: list[str],
+) -> _Page:
+    """Order every model (arrays) and cut the page, with the intervals it shows.
+
+    Intervals come from the bootstrap resamples (``leaderboards.intervals``): every model's
+    when the page is sorted by them (``remember`` may keep those for other pages of this
+    weighting), else only the page's models and their ranked neighbours, once the order
+    is known.
+    """
+    weighted = _weighted_main_datasets(board, scoring, dataset_weights)
+
     def intervals_of(rows: Sequence[int] | None) -> BoardIntervals:
-        return _board_intervals(board, weighted, averages, metric_inputs, main_metric, result, rows)
+        return _board_intervals(
+            board, weighted, scored.averages, scored.metric_inputs, main_metric, scored.result, rows
+        )
 
+    sort, page_size = request.sort, request.page_size
     intervals: BoardIntervals | None = None
-    ci_lows = np.full(len(keys), np.nan)
+    ci_lows = np.full(len(board.keys), np.nan)
     if sort.removeprefix("-") == "ci":
-        intervals = remember(lambda: intervals_of(None))
+        intervals = request.remember(lambda: intervals_of(None))
         ci_lows = intervals.lows
+    order = _order_models(board, scored, sort, ci_lows)
+    page, page_count = _clamp_page(len(order), request.page, page_size, notes)
+    page_rows = order[(page - 1) * page_size : page * page_size]
+    if intervals is None:
+        intervals = intervals_of(page_rows)
+    return _Page(page, page_count, len(order), page_rows, intervals)
 
-    # Order every model (arrays), then build rows for the page only.
-    required = {item.name for item in metric_inputs if item.weight > 0} | {main_metric}
 
-    def missing_of(index: int) -> tuple[str, ...]:
-        if result is not None:
-            return result.missing.get(index, ())
-        if error is not None:
-            return ()
-        values = board.average_row(averages, index)
-        return tuple(name for name in metric_names if name in required and values.get(name) is None)
+def _order_models(board: Board, scored: ScoredBoard, sort: str, ci_lows: np.ndarray) -> list[int]:
+    """Return every model's position on the board in the order of ``sort``.
 
+    Ranked (complete) models come first, incomplete ones below; inside each group missing
+    values go last whichever the direction, and the model key breaks ties (stable pages).
+    """
+    result = scored.result
+    count = len(board.keys)
     if result is None:
-        groups = np.zeros(len(keys), dtype=np.int64)
+        groups = np.zeros(count, dtype=np.int64)
     else:
-        # Ranked (complete) models first, incomplete ones below.
-        groups = np.ones(len(keys), dtype=np.int64)
+        groups = np.ones(count, dtype=np.int64)
         groups[result.order[: result.complete_count]] = 0
     field_name = sort.removeprefix("-")
     descending = sort.startswith("-")
     if field_name == "name":
-        order = _order_by_name(board, groups, descending)
+        return _order_by_name(board, groups, descending)
+    if field_name == "dynascore":
+        values = result.dynascores if result is not None else np.full(count, np.nan)
+    elif field_name == "ci":
+        values = ci_lows
+    elif field_name.startswith(DATASET_SORT_PREFIX):
+        values = board.main_on(field_name.removeprefix(DATASET_SORT_PREFIX))
     else:
-        if field_name == "dynascore":
-            values = result.dynascores if result is not None else np.full(len(keys), np.nan)
-        elif field_name == "ci":
-            values = ci_lows
-        elif field_name.startswith(DATASET_SORT_PREFIX):
-            values = board.main_on(field_name.removeprefix(DATASET_SORT_PREFIX))
-        else:
-            values = board.average_column(averages, field_name)
-        # Inside each group missing values go last whichever the direction, and the model
-        # key breaks ties (stable pages); ``keys`` are sorted, so a key's rank is its index.
-        missing = np.isnan(values)
-        signed = np.where(missing, 0.0, -values if descending else values)
-        order = np.lexsort((np.arange(len(keys)), signed, missing, groups)).tolist()
+        values = board.average_column(scored.averages, field_name)
+    # ``keys`` are sorted, so a key's rank is its index.
+    missing = np.isnan(values)
+    signed = np.where(missing, 0.0, -values if descending else values)
+    return np.lexsort((np.arange(count), signed, missing, groups)).tolist()
 
-    total_rows = len(order)
+
+def _clamp_page(total_rows: int, page: int, page_size: int, notes: list[str]) -> tuple[int, int]:
+    """Return (page, page count), the page moved to the last one (with a note) if beyond it."""
     page_count = max(1, math.ceil(total_rows / page_size))
     if page > page_count:
         notes.append(f"There are only {page_count} page(s): showing the last one.")
         page = page_count
-    start = (page - 1) * page_size
-    page_rows = order[start : start + page_size]
-    if intervals is None:
-        intervals = intervals_of(page_rows)
-    shown_names = [spec.name for spec in shown_specs]
-    rows = tuple(
+    return page, page_count
+
+
+def _page_rows(
+    board: Board,
+    scored: ScoredBoard,
+    page_rows: Sequence[int],
+    metric_specs: Sequence[Any],
+    datasets: Sequence[DatasetRecord],
+    main_metric: str,
+    intervals: BoardIntervals,
+) -> tuple[LeaderboardRow, ...]:
+    """Build the ``LeaderboardRow`` of each model at ``page_rows`` of the board."""
+    result = scored.result
+    shown_names = [spec.name for spec in scored.shown_specs]
+    metric_names = [spec.name for spec in metric_specs]
+    required = {item.name for item in scored.metric_inputs if item.weight > 0} | {main_metric}
+    return tuple(
         _row(
             board,
             index,
             result.model_score(index) if result is not None else None,
-            averages,
+            scored.averages,
             shown_names,
             datasets,
             main_metric,
             intervals,
-            missing_of(index),
+            _missing_metrics(board, scored, index, metric_names, required),
             _comparison(board, index, intervals),
-            bool(file_rows[index]),
+            bool(scored.file_rows[index]),
         )
         for index in page_rows
     )
 
-    trend_rounds, trends = trends_of_top_models(result, scoring, board)
-    bar_datasets, bars = (), ()
-    if len(trend_rounds) < 2:
-        bar_datasets, bars = dataset_bars_of_top_models(result, scoring, board)
-    return LeaderboardTable(
-        task_code=task_code,
-        main_metric=main_metric,
-        weights=LeaderboardWeights(
-            metrics={
-                spec.name: float(weights.metrics.get(spec.name, spec.default_weight))
-                for spec in metric_specs
-            },
-            datasets=dataset_weights,
-        ),
-        sort=sort,
-        page=page,
-        page_size=page_size,
-        page_count=page_count,
-        total_rows=total_rows,
-        metrics=columns,
-        datasets=dataset_columns,
-        rows=rows,
-        hidden_metrics=hidden_metrics,
-        error=error,
-        error_code=error_code,
-        messages=tuple(notes),
-        best_per_tag=best_per_tag(board, dataset_weights),
-        trend_rounds=trend_rounds,
-        trends=trends,
-        bar_datasets=bar_datasets,
-        dataset_bars=bars,
-        predictions_file_models=int(file_rows.sum()),
-        left_out_metrics=left_out,
-    )
+
+def _missing_metrics(
+    board: Board,
+    scored: ScoredBoard,
+    index: int,
+    metric_names: Sequence[str],
+    required: set[str],
+) -> tuple[str, ...]:
+    """Return the required metrics the model at ``index`` lacks (empty: it is complete)."""
+    if scored.result is not None:
+        return scored.result.missing.get(index, ())
+    if scored.error is not None:
+        return ()
+    values = board.average_row(scored.averages, index)
+    return tuple(name for name in metric_names if name in required and values.get(name) is None)
 
 
 def _order_by_name(board: Board, groups: np.ndarray, descending: bool) -> list[int]:

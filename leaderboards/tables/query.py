@@ -76,32 +76,57 @@ def parse_leaderboard_query(
     messages: list[str] = []
     metric_weights = dict(defaults.metrics)
     dataset_weights = dict(defaults.datasets)
-    for mapping, prefix, what in (
-        (metric_weights, METRIC_PARAMETER_PREFIX, "metric"),
-        (dataset_weights, DATASET_PARAMETER_PREFIX, "dataset"),
-    ):
-        for key in list(mapping):
-            raw = _get(querydict, f"{prefix}{key}")
-            if raw is None:
-                continue
-            number = parse_weight(raw)
-            if number is None:
-                messages.append(
-                    f"Ignored the weight of {what} {key!r}: {str(raw)[:40]!r} is not a number "
-                    f"from 0 to {MAX_WEIGHT:g}."
-                )
-            else:
-                mapping[key] = number
+    _read_weights(querydict, metric_weights, METRIC_PARAMETER_PREFIX, "metric", messages)
+    _read_weights(querydict, dataset_weights, DATASET_PARAMETER_PREFIX, "dataset", messages)
+    allowed = sort_keys(
+        (spec.name for spec in metric_specs), [dataset.slug for dataset in datasets]
+    )
+    sort = _read_sort(querydict, allowed, messages)
+    page, page_size = _read_page(querydict, messages)
+    return LeaderboardQuery(
+        weights=LeaderboardWeights(metrics=metric_weights, datasets=dataset_weights),
+        sort=str(sort),
+        page=page,
+        page_size=page_size,
+        messages=tuple(messages),
+    )
 
-    dataset_slugs = [dataset.slug for dataset in datasets]
+
+def _read_weights(
+    querydict: Mapping[str, Any],
+    weights: dict[str, float],
+    prefix: str,
+    what: str,
+    messages: list[str],
+) -> None:
+    """Replace each of ``weights`` given as ``<prefix><key>``; a bad one stays, with a message."""
+    for key in list(weights):
+        raw = _get(querydict, f"{prefix}{key}")
+        if raw is None:
+            continue
+        number = parse_weight(raw)
+        if number is None:
+            messages.append(
+                f"Ignored the weight of {what} {key!r}: {str(raw)[:40]!r} is not a number "
+                f"from 0 to {MAX_WEIGHT:g}."
+            )
+        else:
+            weights[key] = number
+
+
+def _read_sort(querydict: Mapping[str, Any], allowed: set[str], messages: list[str]) -> Any:
+    """Return the ``sort`` asked for, or the default (with a message when it is unknown)."""
     sort = _get(querydict, "sort")
-    allowed = sort_keys((spec.name for spec in metric_specs), dataset_slugs)
     if sort is None or sort == "":
-        sort = DEFAULT_SORT
-    elif str(sort).removeprefix("-") not in allowed:
+        return DEFAULT_SORT
+    if str(sort).removeprefix("-") not in allowed:
         messages.append(f"Unknown sort {str(sort)[:40]!r}: sorted by Dynascore instead.")
-        sort = DEFAULT_SORT
+        return DEFAULT_SORT
+    return sort
 
+
+def _read_page(querydict: Mapping[str, Any], messages: list[str]) -> tuple[int, int]:
+    """Return (page, page size) asked for; a bad one is the default, with a message."""
     page = _positive_int(_get(querydict, "page"), default=1, maximum=10**6)
     if page is None:
         messages.append("Ignored the page number: it must be a positive whole number.")
@@ -114,13 +139,7 @@ def parse_leaderboard_query(
             f"Ignored the page size: it must be a whole number from 1 to {MAX_PAGE_SIZE}."
         )
         page_size = DEFAULT_PAGE_SIZE
-    return LeaderboardQuery(
-        weights=LeaderboardWeights(metrics=metric_weights, datasets=dataset_weights),
-        sort=str(sort),
-        page=page,
-        page_size=page_size,
-        messages=tuple(messages),
-    )
+    return page, page_size
 
 
 def merge_weights(defaults: LeaderboardWeights, saved: Any) -> LeaderboardWeights:

@@ -283,6 +283,8 @@ DEMO_MODELS: tuple[DemoModel, ...] = (
 )
 
 DEMO_TASKS: tuple[str, ...] = ("sentiment", "nli", "qa", "hs", "chat")
+# The demo tasks with datasets and a Dynascore board (the chat task collects conversations).
+RANKED_DEMO_TASKS: tuple[str, ...] = ("sentiment", "nli", "qa", "hs")
 
 
 def demo_model(key: str) -> DemoModel | None:

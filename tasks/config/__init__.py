@@ -4,7 +4,7 @@
 the line of every value, ``document`` checks it section by section through ``fields``,
 ``field_relations``, ``model_wrong_metric`` and ``leaderboard_metrics`` (all reporting on one
 ``checker.DocumentChecker``) and builds the ``TaskConfig`` of ``types``. Dynabench's v2 format
-is read by ``components`` (its form; chat components are refused in ``chat_components``),
+is read by ``components`` (its form; a chat context through ``chat.read_v2_chat``),
 ``model_maps`` and ``page_settings``; ``slips`` warns about upstream slips; ``json_schema``
 publishes the JSON Schema of both formats built from these modules' tables. ``values`` checks
 data against a parsed config; ``codes`` and ``errors`` hold the stable error codes and types.

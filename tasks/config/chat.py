@@ -3,10 +3,10 @@
 Contract: ``read_chat(checker, top)`` checks the top-level ``chat`` mapping (our v1 keys) and
 returns a ``ChatConfig``, or None when the section is absent or unusable; every problem goes to
 the checker with a code, a path (``chat.max_turns``) and the line of the value.
-``chat_config_from_v2(context)`` maps Dynabench's v2 chat context (``context.type`` one of
-``V2_CHAT_TYPES`` with its ``generative_context``) from a plain mapping to the same
-``ChatConfig`` and returns the problems it found as ``ConfigIssue`` objects (paths under
-``context``, no lines: the caller locates them). Pure: no Django, no DB, no HTTP.
+``read_v2_chat(checker, context, node, kind)`` reads Dynabench's v2 chat context
+(``context.type`` one of ``V2_CHAT_TYPES`` with its ``generative_context``) from the located
+YAML into the same ``ChatConfig``, every problem with a code, a path under ``context`` and a
+line (called by ``tasks.config.components``). Pure: no Django, no DB, no HTTP.
 
 v1 keys (all optional but the section itself; see ``docs/chat.md``)::
 
@@ -31,13 +31,10 @@ v1 keys (all optional but the section itself; see ``docs/chat.md``)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from tasks.config import codes
 from tasks.config.checker import DocumentChecker, join_path
-from tasks.config.errors import ConfigIssue
 from tasks.config.located_yaml import LocatedMapping
 
 CHOICE_BEST = "best"
@@ -72,12 +69,45 @@ CHAT_KEYS = frozenset(
 )
 SCALE_KEYS = frozenset({"label", "min", "max"})
 JUDGE_KEYS = frozenset({"model", "rubric", "fooled_word", "not_fooled_word"})
-# Dynabench's v2 context types that hold a conversation (dynabench-v2.md, section 3).
+# Dynabench's v2 context types that hold a conversation (dynabench-v2.md, section 3), and
+# the keys of such a context that are read (``read_v2_chat``) or refused as not supported.
 V2_CHAT_TYPES = (
     "chat-with-instructions",
     "chat-random-with-instructions",
     "evaluate-texts-generative",
 )
+V2_CHAT_GENERATIVE_TYPES = ("perdi",)
+V2_CHAT_CONTEXT_KEYS = frozenset({"type", "generative_context"})
+V2_GENERATIVE_KEYS = frozenset({"type", "is_generative", "is_unique", "artifacts"})
+V2_ARTIFACT_KEYS = frozenset(
+    {
+        "providers",
+        "first_explainatory_block",
+        "prompt",
+        "options_slider",
+        "min_interactions",
+        "max_interactions",
+        "memory_on",
+    }
+)
+UNSUPPORTED_GENERATIVE_KEYS = {
+    "distinctive": "drawing distinct contexts per worker does not apply to a chat here",
+}
+UNSUPPORTED_ARTIFACT_KEYS = {
+    "consent_uri": "a consent page before the chat is not supported; put consent in the "
+    "task's instructions or an external study page",
+    "tags": "tags on a chat are not supported",
+    "examples": "example conversations shown before the chat are not supported; write them "
+    "in the instructions",
+    "options": "Dynabench's preset chat options are not supported; the per-turn choice is "
+    "best, tie or all bad",
+    "additional_label": "an additional label on each answer is not supported",
+}
+METRIC_TYPE_KEYS = (("model_wrong_metric", "type"), ("model_evaluation_metric", "metric_name"))
+V2_SLIDER_LABEL = "How much better is your choice?"
+GENERATIVE_PATH = "context.generative_context"
+ARTIFACTS_PATH = "context.generative_context.artifacts"
+EMPTY = LocatedMapping({}, {})
 
 
 @dataclass(frozen=True)
@@ -313,102 +343,185 @@ def _read_judge(checker: DocumentChecker, section: LocatedMapping) -> ChatJudge 
 def check_chat_with_metric(
     checker: DocumentChecker, top: LocatedMapping, chat: ChatConfig | None, metric_type: str
 ) -> None:
-    """A chat task decides "fooled" with ``chat.fooled_by``: its metric must be ``ask_user``."""
-    if chat is None or metric_type == "ask_user":
+    """A chat task decides "fooled" with ``chat.fooled_by``: its metric must be ``ask_user``.
+
+    Checked on what is written (``model_wrong_metric.type``, or its v2 spelling
+    ``model_evaluation_metric.metric_name``), so that the conflict is reported even when the
+    metric has other problems (a chat has no target for ``exact_match`` to compare).
+    """
+    if chat is None:
         return
-    checker.error(
-        codes.CHAT_METRIC_CONFLICT,
-        "model_wrong_metric",
-        "a chat task decides whether the model was fooled with chat.fooled_by; "
-        "leave model_wrong_metric out (or use ask_user)",
-        top.key_lines.get("model_wrong_metric"),
-    )
+    written = {key: _written_metric(top, key, type_key) for key, type_key in METRIC_TYPE_KEYS}
+    if metric_type != "ask_user" and not any(written.values()):
+        written["model_wrong_metric"] = metric_type
+    for key, value in written.items():
+        if value and value != "ask_user":
+            checker.error(
+                codes.CHAT_METRIC_CONFLICT,
+                key,
+                "a chat task decides whether the model was fooled with chat.fooled_by (the "
+                f"worker by default); leave {key} out (or use ask_user), not {value[:60]!r}",
+                top.key_lines.get(key),
+            )
+
+
+def _written_metric(top: LocatedMapping, key: str, type_key: str) -> str | None:
+    node = top.items.get(key)
+    if node is None or not isinstance(node.value, LocatedMapping):
+        return None
+    type_node = node.value.items.get(type_key)
+    return type_node.value if type_node is not None and isinstance(type_node.value, str) else None
 
 
 # -- v2: Dynabench's chat context types -------------------------------------------------------
-def chat_config_from_v2(context: Mapping[str, Any]) -> tuple[ChatConfig | None, list[ConfigIssue]]:
-    """Map a Dynabench v2 ``context`` mapping of a chat type to a ``ChatConfig``.
+def read_v2_chat(checker: DocumentChecker, context: LocatedMapping, kind: str) -> ChatConfig | None:
+    """Read a v2 ``context`` of a chat type (``V2_CHAT_TYPES``) as a ``ChatConfig``.
 
-    Returns ``(None, [])`` when ``context.type`` is not a chat type. Keys read (the ones
-    Dynabench's code reads): ``type``; ``generative_context.is_unique``;
-    ``generative_context.artifacts``: ``providers`` (one model per provider entry answers
-    each turn for ``evaluate-texts-generative``, capped at ``MAX_MODELS_PER_TURN``; the chat
-    types answer with one), ``first_explainatory_block`` or ``prompt`` (the instructions),
-    ``options_slider`` (``[min, max]``: the per-turn slider), ``min_interactions`` and
-    ``max_interactions`` (turns). Other artifacts (consent, tags, memory) do not change how a
-    conversation runs here: conversation memory is always on.
+    Keys read (the ones Dynabench's code reads): ``generative_context.type`` (``perdi`` or
+    absent; anything else is image generation, ``config.E082``), ``is_generative``,
+    ``is_unique`` (``unique_models``) and ``artifacts``: ``providers`` (for
+    ``evaluate-texts-generative``, one model per entry answers each turn, 2 to
+    ``MAX_MODELS_PER_TURN``; the chat types answer with one), ``first_explainatory_block``
+    or else ``prompt`` (the instructions), ``options_slider`` (``[min, max]``: the per-turn
+    slider), ``min_interactions`` / ``max_interactions`` (turns) and ``memory_on`` (true:
+    conversation memory is always on here). Keys of Dynabench's chat that this platform
+    does not have (consent, tags, examples, options...) are ``config.E083``. Returns None
+    when the context has problems (all reported, each at its line).
     """
-    kind = context.get("type") if isinstance(context, Mapping) else None
-    if kind not in V2_CHAT_TYPES:
-        return None, []
-    issues: list[ConfigIssue] = []
-    generative = _v2_mapping(context, "generative_context", "context", issues)
-    artifacts = _v2_mapping(generative, "artifacts", "context.generative_context", issues)
+    before = len(checker.issues)
+    checker.check_keys(context, "context", V2_CHAT_CONTEXT_KEYS, f"a {kind} context")
+    generative = _v2_generative(checker, context)
+    artifacts = _v2_artifacts(checker, generative)
+    path = ARTIFACTS_PATH
+    reader = _SectionReader(checker, artifacts, path)
     models = 1
     if kind == "evaluate-texts-generative":
-        providers = artifacts.get("providers")
-        count = len(providers) if isinstance(providers, list | Mapping) else 2
-        models = max(2, min(MAX_MODELS_PER_TURN, count))
-    instructions = artifacts.get("first_explainatory_block") or artifacts.get("prompt") or ""
-    slider = _v2_slider(artifacts.get("options_slider"), issues)
-    min_turns = _v2_turns(artifacts, "min_interactions", 1, issues)
-    max_turns = max(min_turns, _v2_turns(artifacts, "max_interactions", 10, issues))
+        models = _v2_models(checker, artifacts)
+    block = checker.optional_string(artifacts, "first_explainatory_block", path)
+    prompt = checker.optional_string(artifacts, "prompt", path)
+    min_turns = reader.integer("min_interactions", 1, 1, MAX_TURNS)
+    max_turns = reader.integer("max_interactions", max(10, min_turns), 1, MAX_TURNS)
+    if max_turns < min_turns:
+        reader.out_of_range(
+            "max_interactions", f"max_interactions ({max_turns}) is below min_interactions"
+        )
+    memory = checker.optional_bool(artifacts, "memory_on", path)
+    if memory is False:
+        checker.error(
+            codes.CHAT_NOT_SUPPORTED,
+            join_path(path, "memory_on"),
+            "memory_on: false (each turn answered without the conversation) is not supported: "
+            "every model sees the whole conversation",
+            artifacts.key_lines["memory_on"],
+        )
     config = ChatConfig(
-        instructions=instructions if isinstance(instructions, str) else "",
+        instructions=block or prompt,
         models_per_turn=models,
         min_turns=min_turns,
         max_turns=max_turns,
         turn_choice=default_turn_choice(models),
-        turn_slider=slider,
-        unique_models=generative.get("is_unique") is True,
+        turn_slider=_v2_slider(checker, artifacts),
+        unique_models=checker.optional_bool(generative, "is_unique", GENERATIVE_PATH) is True,
         hide_model_identities=True,
     )
-    return config, issues
+    return config if len(checker.issues) == before else None
 
 
-def _v2_mapping(
-    parent: Mapping[str, Any], key: str, path: str, issues: list[ConfigIssue]
-) -> Mapping[str, Any]:
-    value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        issues.append(ConfigIssue(codes.WRONG_TYPE, join_path(path, key), "expected a mapping"))
-        return {}
-    return value
+def _unsupported_keys(
+    checker: DocumentChecker, mapping: LocatedMapping, path: str, unsupported: dict[str, str]
+) -> None:
+    for key in mapping.items:
+        if key in unsupported:
+            checker.error(
+                codes.CHAT_NOT_SUPPORTED,
+                join_path(path, key),
+                f"{key}: {unsupported[key]}",
+                mapping.key_lines[key],
+            )
 
 
-def _v2_slider(value: Any, issues: list[ConfigIssue]) -> ChatScale | None:
-    if value is None:
+def _v2_generative(checker: DocumentChecker, context: LocatedMapping) -> LocatedMapping:
+    """Check ``generative_context`` (optional); return it, or an empty mapping."""
+    node = checker.given(context, "generative_context")
+    generative = checker.mapping(node, GENERATIVE_PATH) if node is not None else None
+    if generative is None:
+        return EMPTY
+    allowed = V2_GENERATIVE_KEYS | set(UNSUPPORTED_GENERATIVE_KEYS)
+    checker.check_keys(generative, GENERATIVE_PATH, frozenset(allowed), "generative_context")
+    _unsupported_keys(checker, generative, GENERATIVE_PATH, UNSUPPORTED_GENERATIVE_KEYS)
+    type_node = checker.given(generative, "type")
+    kind = checker.string(type_node, f"{GENERATIVE_PATH}.type") if type_node else None
+    if kind is not None and kind not in V2_CHAT_GENERATIVE_TYPES:
+        checker.error_at(
+            codes.V2_NOT_SUPPORTED,
+            f"{GENERATIVE_PATH}.type",
+            f"generative_context type {kind[:60]!r} is image generation (such as Adversarial "
+            "Nibbler), which is not supported; a chat's generative_context is perdi or has no "
+            "type",
+            type_node,
+        )
+    if checker.optional_bool(generative, "is_generative", GENERATIVE_PATH) is False:
+        checker.error(
+            codes.CHAT_NOT_SUPPORTED,
+            f"{GENERATIVE_PATH}.is_generative",
+            "a chat context is always generative: leave is_generative out or set it true",
+            generative.key_lines["is_generative"],
+        )
+    return generative
+
+
+def _v2_artifacts(checker: DocumentChecker, generative: LocatedMapping) -> LocatedMapping:
+    node = checker.given(generative, "artifacts")
+    artifacts = checker.mapping(node, ARTIFACTS_PATH) if node is not None else None
+    if artifacts is None:
+        return EMPTY
+    allowed = V2_ARTIFACT_KEYS | set(UNSUPPORTED_ARTIFACT_KEYS)
+    checker.check_keys(artifacts, ARTIFACTS_PATH, frozenset(allowed), "artifacts")
+    _unsupported_keys(checker, artifacts, ARTIFACTS_PATH, UNSUPPORTED_ARTIFACT_KEYS)
+    return artifacts
+
+
+def _v2_models(checker: DocumentChecker, artifacts: LocatedMapping) -> int:
+    """Models per turn of ``evaluate-texts-generative``: one per provider entry, 2 to 4."""
+    node = checker.given(artifacts, "providers")
+    if node is None:
+        return 2
+    path = f"{ARTIFACTS_PATH}.providers"
+    if not isinstance(node.value, list | LocatedMapping):
+        checker.wrong_type(path, "a list or a mapping of providers", node)
+        return 2
+    count = len(node.value) if isinstance(node.value, list) else len(node.value.items)
+    if not 2 <= count <= MAX_MODELS_PER_TURN:
+        checker.error_at(
+            codes.CHAT_OUT_OF_RANGE,
+            path,
+            f"evaluate-texts-generative shows one answer per provider: 2 to "
+            f"{MAX_MODELS_PER_TURN} providers, got {count}",
+            node,
+        )
+        return 2
+    return count
+
+
+def _v2_slider(checker: DocumentChecker, artifacts: LocatedMapping) -> ChatScale | None:
+    node = checker.given(artifacts, "options_slider")
+    if node is None:
         return None
-    path = "context.generative_context.artifacts.options_slider"
-    numbers = value if isinstance(value, list) else None
+    path = f"{ARTIFACTS_PATH}.options_slider"
+    items = checker.sequence(node, path)
+    if items is None:
+        return None
+    numbers = [item.value for item in items]
     if (
-        numbers is None
-        or len(numbers) != 2
+        len(numbers) != 2
         or not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
         or numbers[1] <= numbers[0]
     ):
-        issues.append(
-            ConfigIssue(codes.WRONG_TYPE, path, "expected [min, max], two rising integers")
+        checker.error_at(
+            codes.CHAT_OUT_OF_RANGE,
+            path,
+            "options_slider must be [min, max], two rising integers",
+            node,
         )
         return None
-    return ChatScale("How much better is your choice?", numbers[0], numbers[1])
-
-
-def _v2_turns(
-    artifacts: Mapping[str, Any], key: str, default: int, issues: list[ConfigIssue]
-) -> int:
-    value = artifacts.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_TURNS:
-        issues.append(
-            ConfigIssue(
-                codes.CHAT_OUT_OF_RANGE,
-                f"context.generative_context.artifacts.{key}",
-                f"{key} must be an integer from 1 to {MAX_TURNS}",
-            )
-        )
-        return default
-    return value
+    return ChatScale(V2_SLIDER_LABEL, numbers[0], numbers[1])

@@ -85,6 +85,10 @@ CHAT_OUT_OF_RANGE = "config.E088"
 CHAT_CHOICE_WITHOUT_BEST = "config.E089"
 CHAT_METRIC_CONFLICT = "config.E090"
 
+# -- arena (tasks.config.arena) ------------------------------------------------------------
+ARENA_OUT_OF_RANGE = "config.E091"
+ARENA_CHAT_CONFLICT = "config.E092"
+
 # -- values checked against a config (tasks.config.values) ------------------------------
 VALUE_NOT_MAPPING = "value.E100"
 VALUE_MISSING = "value.E101"
@@ -151,7 +155,7 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         MIXED_FORMATS: "a config mixes v1 fields (input) with v2 components (goal, user_input)",
         UNKNOWN_COMPONENT: "an unknown v2 component type",
         V2_NOT_SUPPORTED: "a Dynabench v2 component or key this platform does not support",
-        CHAT_NOT_SUPPORTED: "a Dynabench chat component: not supported yet",
+        CHAT_NOT_SUPPORTED: "a key of a Dynabench v2 chat context this platform does not support",
         BAD_MODEL_MAP: "model_input, model_output or cast_output names no usable field or "
         "repeats a key",
         CONFLICTING_KEYS: "two keys that say the same thing disagree",
@@ -163,6 +167,8 @@ CATALOGUE: MappingProxyType[str, str] = MappingProxyType(
         CHAT_OUT_OF_RANGE: "a chat number is outside its range (turns, models per turn...)",
         CHAT_CHOICE_WITHOUT_BEST: "chat.turn_choice lacks best, or is given for one model",
         CHAT_METRIC_CONFLICT: "a chat task has a model_wrong_metric other than ask_user",
+        ARENA_OUT_OF_RANGE: "an arena number or identity word is outside its range",
+        ARENA_CHAT_CONFLICT: "the chat section of an arena task has not two hidden seats",
         VALUE_NOT_MAPPING: "the value is not a JSON object",
         VALUE_MISSING: "a required field is missing or empty",
         VALUE_UNKNOWN_KEY: "a key the config does not define",

@@ -15,10 +15,14 @@ after (outputs, references, metrics) is checked by the v1 code:
 - ``validation_user_input``: ``metadata.validate`` fields;
 - ``required_fields``: when given, exactly the named inputs are required.
 
+- a chat ``context`` (``tasks.config.chat.V2_CHAT_TYPES``): its ``generative_context`` is read
+  by ``tasks.config.chat.read_v2_chat`` into ``V2Form.chat``; the form then has one input,
+  ``message`` (the conversation's first message), and every ``user_input`` component is a
+  ``metadata.create`` question asked at the end.
+
 The inputs come in the order user inputs, goal, selection (the v1 twins' order). Components
-the platform cannot render are ``config.E082`` (chat ones: ``tasks.config.chat_components``),
-unknown ones ``config.E081``. The tables here are also what ``tasks.config.json_schema``
-publishes. Pure: no Django, no DB, no HTTP.
+the platform cannot render are ``config.E082``, unknown ones ``config.E081``. The tables here
+are also what ``tasks.config.json_schema`` publishes. Pure: no Django, no DB, no HTTP.
 """
 
 from __future__ import annotations
@@ -27,10 +31,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tasks.config import codes
-from tasks.config.chat_components import (
-    check_chat_context,
-    is_chat_generative_context,
-    report_chat_generative_context,
+from tasks.config.chat import (
+    V2_CHAT_GENERATIVE_TYPES,
+    V2_CHAT_TYPES,
+    ChatConfig,
+    read_v2_chat,
 )
 from tasks.config.checker import DocumentChecker, join_path
 from tasks.config.fields import NAME_PATTERN, RawField, read_field_name
@@ -130,6 +135,9 @@ UNSUPPORTED_COMPONENT_KEYS = {
 }
 SELECTION_ROLE = "answer"
 CONTEXT_ROLE = "context"
+# The input a v2 chat's first message is stored in.
+CHAT_MESSAGE_FIELD = "message"
+CHAT_MESSAGE_LABEL = "Your message"
 
 
 @dataclass
@@ -144,6 +152,9 @@ class V2Form:
     request_keys: dict[str, tuple[str, LocatedValue]] = field(default_factory=dict)
     goal_text: str = ""
     goal_node: LocatedValue | None = None
+    # A chat context (``V2_CHAT_TYPES``): its ChatConfig (None when it has problems).
+    chat: ChatConfig | None = None
+    chat_node: LocatedValue | None = None
 
 
 def is_v2(top: LocatedMapping) -> bool:
@@ -172,7 +183,7 @@ def read_v2_form(checker: DocumentChecker, top: LocatedMapping, root: LocatedVal
     if selection is not None:
         form.inputs.append(selection)
     _read_validation_inputs(checker, top, form)
-    if not form.inputs and checker.given(top, "user_input") is None:
+    if form.chat_node is None and not form.inputs and checker.given(top, "user_input") is None:
         checker.error_at(
             codes.MISSING_KEY,
             "user_input",
@@ -180,6 +191,8 @@ def read_v2_form(checker: DocumentChecker, top: LocatedMapping, root: LocatedVal
             root,
         )
     _apply_required_fields(checker, top, form)
+    if form.chat_node is not None:
+        _chat_form(checker, form)
     return form
 
 
@@ -203,9 +216,7 @@ def _component(
         checker.error_at(
             codes.V2_NOT_SUPPORTED, join_path(path, "type"), unsupported[type_name], type_node
         )
-    elif path != "context" or not check_chat_context(
-        checker, type_name, join_path(path, "type"), type_node
-    ):
+    else:
         checker.error_at(
             codes.UNKNOWN_COMPONENT,
             join_path(path, "type"),
@@ -445,6 +456,11 @@ def _read_context(checker: DocumentChecker, top: LocatedMapping, form: V2Form) -
     mapping = checker.mapping(node, "context") if node is not None else None
     if mapping is None:
         return None
+    kind = mapping.items["type"].value if "type" in mapping.items else None
+    if kind in V2_CHAT_TYPES:
+        form.chat_node = node
+        form.chat = read_v2_chat(checker, mapping, kind)
+        return None
     _check_generative_context(checker, mapping)
     type_name, component = _component(
         checker, mapping, "context", node, CONTEXT_COMPONENTS, UNSUPPORTED_CONTEXTS
@@ -532,14 +548,20 @@ def _read_field_names(
 
 
 def _check_generative_context(checker: DocumentChecker, mapping: LocatedMapping) -> None:
-    """``generative_context``: chat (see chat_components) or image generation, both refused."""
+    """``generative_context`` outside a chat context: image generation, or a misplaced chat."""
     node = checker.given(mapping, "generative_context")
     if node is None:
         return
     generative = node.value if isinstance(node.value, LocatedMapping) else None
     type_node = generative.items.get("type") if generative is not None else None
-    if type_node is not None and is_chat_generative_context(type_node.value):
-        report_chat_generative_context(checker, "context.generative_context", node)
+    if type_node is not None and type_node.value in V2_CHAT_GENERATIVE_TYPES:
+        checker.error_at(
+            codes.V2_NOT_SUPPORTED,
+            "context.generative_context",
+            f"a {type_node.value} generative_context is a chat: context.type must be one of "
+            + ", ".join(V2_CHAT_TYPES),
+            node,
+        )
         return
     checker.error_at(
         codes.V2_NOT_SUPPORTED,
@@ -547,6 +569,38 @@ def _check_generative_context(checker: DocumentChecker, mapping: LocatedMapping)
         "generated contexts (image generation such as Adversarial Nibbler) are not supported",
         node,
     )
+
+
+# -- chat ------------------------------------------------------------------------------------
+def _chat_form(checker: DocumentChecker, form: V2Form) -> None:
+    """A chat's form: the worker's messages are the input; user inputs are asked at the end.
+
+    The conversation's first message is stored in the input ``message`` (a string of at most
+    ``message_max_length`` characters). Every ``user_input`` component becomes a
+    ``metadata.create`` question, asked when the worker finishes. A goal with options (a
+    target label) does not apply to a conversation.
+    """
+    for raw in form.inputs:
+        if raw.spec.as_goal_message:
+            checker.error_at(
+                codes.V2_NOT_SUPPORTED,
+                "goal.type",
+                "a chat has no target label: its goal is plain-text (or absent)",
+                raw.mapping.items.get("type", raw.node),
+            )
+        else:
+            form.create.append(replace(raw, section="metadata.create"))
+    node = form.chat_node
+    max_length = form.chat.message_max_length if form.chat else 2000
+    spec = FieldSpec(
+        name=CHAT_MESSAGE_FIELD,
+        type=FieldType.STRING,
+        display_name=CHAT_MESSAGE_LABEL,
+        max_length=max_length,
+        line=node.line,
+    )
+    checker.written_names.setdefault("input", set()).add(CHAT_MESSAGE_FIELD)
+    form.inputs = [RawField(spec, "input", "context.type", node, LocatedMapping({}, {}))]
 
 
 # -- required_fields -------------------------------------------------------------------------
@@ -586,6 +640,7 @@ __all__ = [
     "UNSUPPORTED_GOALS",
     "UNSUPPORTED_USER_INPUTS",
     "USER_INPUT_COMPONENTS",
+    "CHAT_MESSAGE_FIELD",
     "V2_FORM_KEYS",
     "VALIDATION_USER_INPUT_COMPONENTS",
     "V2Form",

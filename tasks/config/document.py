@@ -8,8 +8,9 @@ section to its module, in a fixed order: the form (v1 field lists through ``fiel
 Dynabench's v2 components through ``components``), metadata, outputs, the relations between
 fields, ``model_wrong_metric`` and ``model_evaluation_metric``, the model maps
 (``model_maps``), the leaderboard metrics, the page settings (``page_settings``), the free
-texts (``goal_message``, ``content_warning``, ``instructions``), then the ``chat`` section.
-Pure: no Django, no DB, no HTTP.
+texts (``goal_message``, ``content_warning``, ``instructions``), then the chat (the ``chat``
+section, or a v2 chat context read with the form, never both) and the ``arena`` section
+(which may give the chat its two seats). Pure: no Django, no DB, no HTTP.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.config import codes
+from tasks.config.arena import read_arena
 from tasks.config.chat import check_chat_with_metric, read_chat
 from tasks.config.checker import DocumentChecker
 from tasks.config.components import V2_FORM_KEYS, V2Form, is_v2, read_v2_form
@@ -80,6 +82,7 @@ TOP_LEVEL_KEYS = (
     "instructions",
     *MODEL_SIDE_KEYS,
     "chat",
+    "arena",
 )
 # Dynabench keys this platform knows about but does not implement.
 UNSUPPORTED_TOP_LEVEL_KEYS = {
@@ -113,7 +116,13 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
     schema_version = _read_schema_version(checker, top)
     form = _read_form(checker, top, root)
     outputs = read_outputs(
-        checker, top, root, form.context, form.inputs, derive=form.v2 is not None
+        checker,
+        top,
+        root,
+        form.context,
+        form.inputs,
+        derive=form.v2 is not None,
+        chat_reply=form.v2 is not None and form.v2.chat_node is not None,
     )
     every_field = form.context + form.inputs + outputs + form.create + form.validate
     check_unique_names(checker, [raw for raw in every_field if raw.section != "output*"])
@@ -136,7 +145,8 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
         "response_field": read_response_field(checker, top, form.inputs),
     }
     check_validation_context(checker, top)
-    chat = read_chat(checker, top)
+    chat = _read_chat(checker, top, form.v2)
+    arena, chat = read_arena(checker, top, chat)
     check_chat_with_metric(checker, top, chat, task_fields.model_wrong_metric.type)
     if checker.issues:
         return None
@@ -155,6 +165,7 @@ def validate_document(root: LocatedValue, issues: list[ConfigIssue]) -> TaskConf
         **pages,
         warnings=tuple(checker.warnings),
         chat=chat,
+        arena=arena,
     )
 
 
@@ -176,6 +187,21 @@ def _read_form(checker: DocumentChecker, top: LocatedMapping, root: LocatedValue
     context = read_field_list(checker, top, "context", root, required=False)
     inputs = read_field_list(checker, top, "input", root, required=True)
     return _Form(context, inputs, create, validate)
+
+
+def _read_chat(checker: DocumentChecker, top: LocatedMapping, v2: V2Form | None):
+    """The chat: the ``chat`` section, or a v2 chat context; never both (``config.E085``)."""
+    if v2 is None or v2.chat_node is None:
+        return read_chat(checker, top)
+    if checker.given(top, "chat") is not None:
+        checker.error(
+            codes.CONFLICTING_KEYS,
+            "chat",
+            "the chat is declared twice: by the v2 context type and by the chat section; "
+            "keep one (the chat section, with a v1 form, has every chat key)",
+            top.key_lines["chat"],
+        )
+    return v2.chat
 
 
 def _read_leaderboard_metrics(

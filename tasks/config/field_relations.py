@@ -19,6 +19,9 @@ from tasks.config.fields import TYPES_NOT_IN_SECTION, RawField, read_field, read
 from tasks.config.located_yaml import LocatedMapping, LocatedValue
 from tasks.config.types import FieldSpec, FieldType
 
+# The output of a v2 chat that writes none: the model's reply.
+CHAT_REPLY_OUTPUT = "reply"
+
 
 def read_outputs(
     checker: DocumentChecker,
@@ -28,17 +31,21 @@ def read_outputs(
     inputs: list[RawField],
     *,
     derive: bool = False,
+    chat_reply: bool = False,
 ) -> list[RawField]:
     """Read ``output``; an entry without ``type`` takes an input/context definition.
 
     With ``derive`` (a v2 form), a missing ``output`` is the worker's answers the model must
-    match: the goal field and the selection in a selectable-text context.
+    match: the goal field and the selection in a selectable-text context; with
+    ``chat_reply`` too (a v2 chat context), it is the model's reply, a string ``reply``.
     """
     node = checker.given(top, "output")
     if node is None and derive:
         derived = [raw for raw in inputs if _is_v2_answer(raw)]
         if derived:
             return [replace(raw, section="output*", path="output") for raw in derived]
+        if chat_reply:
+            return [_chat_reply(root)]
     if node is None:
         checker.output_readable = False
         checker.error_at(codes.MISSING_KEY, "output", "'output' is required", root)
@@ -60,46 +67,66 @@ def read_outputs(
             continue
         if "type" in mapping.items:
             raw = read_field(checker, item, path, "output")
-            if raw is not None:
-                resolved.append(raw)
-            continue
-        name = read_field_name(checker, mapping, path, item, "output")
-        if name is None:
-            continue
-        definition = definitions.get(name)
-        if definition is None and name in checker.written("input", "context"):
-            continue  # the definition itself is broken and already reported
-        if definition is None:
-            checker.error_at(
-                codes.UNDEFINED_ABBREVIATED_OUTPUT,
-                path,
-                f"the output {name!r} has no type and no input or context field has that "
-                "name; give it a full definition",
-                item,
-            )
-            continue
-        for key in mapping.items:
-            if key != "name":
-                checker.error(
-                    codes.ABBREVIATED_OUTPUT_EXTRA_KEYS,
-                    join_path(path, key),
-                    f"{{name: {name}}} takes its definition from {definition.path}; "
-                    f"remove {key!r} (or give a full definition under a new name)",
-                    mapping.key_lines[key],
-                )
-        if name in seen:
-            checker.error_at(
-                codes.DUPLICATE_NAME,
-                join_path(path, "name"),
-                f"the output {name!r} is listed twice (first at output[{seen[name]}])",
-                item,
-            )
-            continue
-        seen[name] = index
-        spec = replace(definition.spec, line=item.line)
-        # The "output*" section marks a resolved copy: it is not a second definition.
-        resolved.append(RawField(spec, "output*", path, item, mapping))
+        else:
+            raw = _abbreviated_output(checker, mapping, item, path, index, definitions, seen)
+        if raw is not None:
+            resolved.append(raw)
     return resolved
+
+
+def _abbreviated_output(
+    checker: DocumentChecker,
+    mapping: LocatedMapping,
+    item: LocatedValue,
+    path: str,
+    index: int,
+    definitions: dict[str, RawField],
+    seen: dict[str, int],
+) -> RawField | None:
+    """Resolve ``{name: ...}`` at ``output[index]`` to the input or context field of that
+    name; None (after reporting why, unless already reported) when it cannot be."""
+    name = read_field_name(checker, mapping, path, item, "output")
+    if name is None:
+        return None
+    definition = definitions.get(name)
+    if definition is None and name in checker.written("input", "context"):
+        return None  # the definition itself is broken and already reported
+    if definition is None:
+        checker.error_at(
+            codes.UNDEFINED_ABBREVIATED_OUTPUT,
+            path,
+            f"the output {name!r} has no type and no input or context field has that "
+            "name; give it a full definition",
+            item,
+        )
+        return None
+    for key in mapping.items:
+        if key != "name":
+            checker.error(
+                codes.ABBREVIATED_OUTPUT_EXTRA_KEYS,
+                join_path(path, key),
+                f"{{name: {name}}} takes its definition from {definition.path}; "
+                f"remove {key!r} (or give a full definition under a new name)",
+                mapping.key_lines[key],
+            )
+    if name in seen:
+        checker.error_at(
+            codes.DUPLICATE_NAME,
+            join_path(path, "name"),
+            f"the output {name!r} is listed twice (first at output[{seen[name]}])",
+            item,
+        )
+        return None
+    seen[name] = index
+    spec = replace(definition.spec, line=item.line)
+    # The "output*" section marks a resolved copy: it is not a second definition.
+    return RawField(spec, "output*", path, item, mapping)
+
+
+def _chat_reply(root: LocatedValue) -> RawField:
+    """The output of a v2 chat without ``output``: the model's reply (``reply``, a string)."""
+    spec = FieldSpec(name=CHAT_REPLY_OUTPUT, type=FieldType.STRING, display_name=CHAT_REPLY_OUTPUT)
+    return RawField(spec, "output*", "output", root, LocatedMapping({}, {}))
 
 
 def _is_v2_answer(raw: RawField) -> bool:

@@ -123,51 +123,10 @@ def read_field(
     if mapping is None:
         return None
     name = read_field_name(checker, mapping, path, node, section)
-    type_node = checker.required(mapping, "type", path, node)
-    field_type: FieldType | None = None
-    if type_node is not None:
-        type_text = checker.string(type_node, join_path(path, "type"))
-        if type_text is not None:
-            try:
-                field_type = FieldType(type_text)
-            except ValueError:
-                checker.error_at(
-                    codes.UNKNOWN_FIELD_TYPE,
-                    join_path(path, "type"),
-                    f"unknown field type {type_text!r}; known: "
-                    + ", ".join(member.value for member in FieldType),
-                    type_node,
-                )
-    if field_type is not None and section in TYPES_NOT_IN_SECTION.get(field_type, ()):
-        checker.error_at(
-            codes.TYPE_NOT_IN_SECTION,
-            join_path(path, "type"),
-            f"a {field_type.value} field cannot be used in {section}",
-            type_node,
-        )
+    field_type, type_node = _read_field_type(checker, mapping, path, node, section)
     _check_field_keys(checker, mapping, path, section, field_type)
 
-    options: dict[str, Any] = {
-        "display_name": checker.optional_string(mapping, "display_name", path) or name or "",
-        "placeholder": checker.optional_string(mapping, "placeholder", path),
-        "help_text": checker.optional_string(mapping, "help_text", path),
-        "instructions": checker.optional_string(mapping, "instructions", path),
-        **read_widget(checker, mapping, path),
-        **read_scale(checker, mapping, path, field_type),
-    }
-    for key in ("optional", "multiline", "as_goal_message", "single_prob", "instructions_open"):
-        value = checker.optional_bool(mapping, key, path)
-        if value is not None:
-            options[key] = value
-    condition = checker.optional_bool(mapping, "model_wrong_condition", path)
-    if condition is not None:
-        options["model_wrong_condition"] = condition
-    verdict = _read_verdict(checker, mapping, path)
-    if verdict is not None:
-        options["validated_label_condition"] = verdict
-    max_length = _read_max_length(checker, mapping, path)
-    if max_length is not None:
-        options["max_length"] = max_length
+    options = _read_field_options(checker, mapping, path, name, field_type)
     reference_node = checker.given(mapping, "reference_name")
     if reference_node is not None:
         options["reference_name"] = checker.string(
@@ -191,6 +150,72 @@ def read_field(
         return None
     spec = FieldSpec(name=name, type=field_type, line=node.line, **options)
     return RawField(spec, section, path, node, mapping)
+
+
+def _read_field_type(
+    checker: DocumentChecker,
+    mapping: LocatedMapping,
+    path: str,
+    node: LocatedValue,
+    section: str,
+) -> tuple[FieldType | None, LocatedValue | None]:
+    """Return the field's type (None when missing or unknown) and its node; report a type
+    that ``section`` cannot hold."""
+    type_node = checker.required(mapping, "type", path, node)
+    field_type: FieldType | None = None
+    if type_node is not None:
+        type_text = checker.string(type_node, join_path(path, "type"))
+        if type_text is not None:
+            try:
+                field_type = FieldType(type_text)
+            except ValueError:
+                checker.error_at(
+                    codes.UNKNOWN_FIELD_TYPE,
+                    join_path(path, "type"),
+                    f"unknown field type {type_text!r}; known: "
+                    + ", ".join(member.value for member in FieldType),
+                    type_node,
+                )
+    if field_type is not None and section in TYPES_NOT_IN_SECTION.get(field_type, ()):
+        checker.error_at(
+            codes.TYPE_NOT_IN_SECTION,
+            join_path(path, "type"),
+            f"a {field_type.value} field cannot be used in {section}",
+            type_node,
+        )
+    return field_type, type_node
+
+
+def _read_field_options(
+    checker: DocumentChecker,
+    mapping: LocatedMapping,
+    path: str,
+    name: str | None,
+    field_type: FieldType | None,
+) -> dict[str, Any]:
+    """Return the field's display options, flags, verdict condition and maximum length."""
+    options: dict[str, Any] = {
+        "display_name": checker.optional_string(mapping, "display_name", path) or name or "",
+        "placeholder": checker.optional_string(mapping, "placeholder", path),
+        "help_text": checker.optional_string(mapping, "help_text", path),
+        "instructions": checker.optional_string(mapping, "instructions", path),
+        **read_widget(checker, mapping, path),
+        **read_scale(checker, mapping, path, field_type),
+    }
+    for key in ("optional", "multiline", "as_goal_message", "single_prob", "instructions_open"):
+        value = checker.optional_bool(mapping, key, path)
+        if value is not None:
+            options[key] = value
+    condition = checker.optional_bool(mapping, "model_wrong_condition", path)
+    if condition is not None:
+        options["model_wrong_condition"] = condition
+    verdict = _read_verdict(checker, mapping, path)
+    if verdict is not None:
+        options["validated_label_condition"] = verdict
+    max_length = _read_max_length(checker, mapping, path)
+    if max_length is not None:
+        options["max_length"] = max_length
+    return options
 
 
 def read_field_name(

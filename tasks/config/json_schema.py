@@ -14,6 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks.config.arena import (
+    ARENA_KEYS,
+    MAX_DAILY_CAP,
+    MAX_IDENTITY_WORD_LENGTH,
+    MAX_IDENTITY_WORDS,
+    MAX_MIN_BATTLES,
+    PAIRINGS,
+)
 from tasks.config.chat import (
     CHAT_KEYS,
     FOOLED_BY,
@@ -25,6 +33,11 @@ from tasks.config.chat import (
     MAX_TURNS,
     SCALE_KEYS,
     TURN_CHOICES,
+    V2_ARTIFACT_KEYS,
+    V2_CHAT_CONTEXT_KEYS,
+    V2_CHAT_GENERATIVE_TYPES,
+    V2_CHAT_TYPES,
+    V2_GENERATIVE_KEYS,
 )
 from tasks.config.components import (
     CONTEXT_COMPONENTS,
@@ -135,7 +148,9 @@ def task_config_schema(schema_id: str | None = None) -> dict[str, Any]:
     v2_context = _components_schema(CONTEXT_COMPONENTS)
     properties: dict[str, Any] = {
         "schema_version": {"const": 1},
-        "context": {"anyOf": [{"type": "array", "items": field}, v2_context]},
+        "context": {
+            "anyOf": [{"type": "array", "items": field}, v2_context, _chat_context_schema()]
+        },
         "input": {"type": "array", "items": field, "minItems": 1},
         "goal": _components_schema(GOAL_COMPONENTS),
         "user_input": {"type": "array", "items": _components_schema(USER_INPUT_COMPONENTS)},
@@ -156,6 +171,7 @@ def task_config_schema(schema_id: str | None = None) -> dict[str, Any]:
         "content_warning": STRING,
         "instructions": STRING,
         "chat": _chat_schema(),
+        "arena": _arena_schema(),
         **_model_side_schemas(),
     }
     missing = set(TOP_LEVEL_KEYS) - set(properties)
@@ -302,6 +318,31 @@ def _aggregation_schema() -> dict[str, Any]:
     )
 
 
+def _chat_context_schema() -> dict[str, Any]:
+    """A v2 chat context (``tasks.config.chat.read_v2_chat``): the keys it reads, no others."""
+    turns = {"type": "integer", "minimum": 1, "maximum": MAX_TURNS}
+    artifacts = {
+        "providers": {"type": ["array", "object"]},
+        "first_explainatory_block": STRING,
+        "prompt": STRING,
+        "options_slider": {"type": "array", "items": INTEGER, "minItems": 2, "maxItems": 2},
+        "min_interactions": turns,
+        "max_interactions": turns,
+        "memory_on": {"const": True},
+    }
+    generative = {
+        "type": {"enum": list(V2_CHAT_GENERATIVE_TYPES)},
+        "is_generative": {"const": True},
+        "is_unique": BOOLEAN,
+        "artifacts": _object(_checked_keys(artifacts, V2_ARTIFACT_KEYS)),
+    }
+    context = {
+        "type": {"enum": list(V2_CHAT_TYPES)},
+        "generative_context": _object(_checked_keys(generative, V2_GENERATIVE_KEYS)),
+    }
+    return _object(_checked_keys(context, V2_CHAT_CONTEXT_KEYS), required=["type"])
+
+
 def _chat_schema() -> dict[str, Any]:
     """The ``chat`` section (``tasks.config.chat``), with the parser's ranges."""
 
@@ -344,6 +385,28 @@ def _chat_schema() -> dict[str, Any]:
         "reply_timeout": between(1, MAX_REPLY_TIMEOUT),
     }
     return _object(_checked_keys(properties, CHAT_KEYS))
+
+
+def _arena_schema() -> dict[str, Any]:
+    """The ``arena`` section (``tasks.config.arena``), with the parser's ranges."""
+    word = {"type": "string", "minLength": 1, "maxLength": MAX_IDENTITY_WORD_LENGTH}
+    properties = {
+        "pairing": {"enum": list(PAIRINGS)},
+        "min_battles_per_pair": {"type": "integer", "minimum": 0, "maximum": MAX_MIN_BATTLES},
+        "daily_vote_cap": {"type": "integer", "minimum": 0, "maximum": MAX_DAILY_CAP},
+        "identity_words": {
+            "type": "array",
+            "items": word,
+            "maxItems": MAX_IDENTITY_WORDS,
+            "uniqueItems": True,
+        },
+        "void_identity_votes": BOOLEAN,
+        "style_control": BOOLEAN,
+        "flag_min_votes": {"type": "integer", "minimum": 1, "maximum": 10_000},
+        "flag_spread": {"type": "number", "minimum": 0.5, "maximum": 10},
+        "sealed": BOOLEAN,
+    }
+    return _object(_checked_keys(properties, ARENA_KEYS))
 
 
 def _model_side_schemas() -> dict[str, Any]:

@@ -59,14 +59,8 @@ def read_perf_metrics(
     if node is None:
         checker.error_at(codes.MISSING_KEY, "perf_metric", "'perf_metric' is required", root)
         return [], False
-    if isinstance(node.value, LocatedMapping):
-        entries = [("perf_metric", node)]
-    elif isinstance(node.value, list):
-        if not node.value:
-            checker.error_at(codes.EMPTY_LIST, "perf_metric", "perf_metric must not be empty", node)
-        entries = [(f"perf_metric[{index}]", item) for index, item in enumerate(node.value)]
-    else:
-        checker.wrong_type("perf_metric", "a mapping or a list of mappings", node)
+    entries = _perf_metric_entries(checker, node)
+    if entries is None:
         return [], False
     issues_before = len(checker.issues)
     read: list[tuple[str, str, dict[str, Any], str, LocatedValue]] = []
@@ -74,47 +68,94 @@ def read_perf_metrics(
         mapping = checker.mapping(entry, path)
         if mapping is None:
             continue
-        type_node = checker.required(mapping, "type", path, entry)
-        metric_type = checker.string(type_node, join_path(path, "type")) if type_node else None
-        if metric_type in UNSUPPORTED_PERF_METRIC_TYPES:
-            checker.error_at(
-                codes.NOT_SUPPORTED,
-                join_path(path, "type"),
-                UNSUPPORTED_PERF_METRIC_TYPES[metric_type],
-                type_node,
-            )
-            metric_type = None
-        elif metric_type is not None and metric_type not in PERF_METRIC_TYPES:
-            checker.error_at(
-                codes.UNKNOWN_PERF_METRIC,
-                join_path(path, "type"),
-                f"unknown perf_metric type {metric_type[:60]!r}; known: "
-                + ", ".join(PERF_METRIC_TYPES),
-                type_node,
-            )
-            metric_type = None
-        reference_node = checker.required(mapping, "reference_name", path, entry)
-        reference = (
-            checker.string(reference_node, join_path(path, "reference_name"))
-            if reference_node
-            else None
-        )
-        if (
-            reference is not None
-            and reference not in output_names
-            and checker.output_readable
-            and reference not in checker.written("output")
-        ):
-            checker.error_at(
-                codes.PERF_REFERENCE_NOT_OUTPUT,
-                join_path(path, "reference_name"),
-                f"{reference[:60]!r} is not an output field; outputs: "
-                + (", ".join(sorted(output_names)) or "none"),
-                reference_node,
-            )
+        metric_type = _read_perf_type(checker, mapping, path, entry)
+        reference = _read_perf_reference(checker, mapping, path, entry, output_names)
         options = _read_perf_options(checker, mapping, path)
         if metric_type is not None and reference is not None:
             read.append((metric_type, reference, options, path, entry))
+    metrics = _named_perf_metrics(checker, read)
+    return metrics, len(checker.issues) == issues_before
+
+
+def _perf_metric_entries(
+    checker: DocumentChecker, node: LocatedValue
+) -> list[tuple[str, LocatedValue]] | None:
+    """Return the (path, node) of each ``perf_metric`` entry: one mapping or a list of them.
+
+    None (after reporting it) when ``perf_metric`` is neither.
+    """
+    if isinstance(node.value, LocatedMapping):
+        return [("perf_metric", node)]
+    if isinstance(node.value, list):
+        if not node.value:
+            checker.error_at(codes.EMPTY_LIST, "perf_metric", "perf_metric must not be empty", node)
+        return [(f"perf_metric[{index}]", item) for index, item in enumerate(node.value)]
+    checker.wrong_type("perf_metric", "a mapping or a list of mappings", node)
+    return None
+
+
+def _read_perf_type(
+    checker: DocumentChecker, mapping: LocatedMapping, path: str, entry: LocatedValue
+) -> str | None:
+    """Return the entry's metric type, or None when it is missing, unknown or not supported."""
+    type_node = checker.required(mapping, "type", path, entry)
+    metric_type = checker.string(type_node, join_path(path, "type")) if type_node else None
+    if metric_type in UNSUPPORTED_PERF_METRIC_TYPES:
+        checker.error_at(
+            codes.NOT_SUPPORTED,
+            join_path(path, "type"),
+            UNSUPPORTED_PERF_METRIC_TYPES[metric_type],
+            type_node,
+        )
+        return None
+    if metric_type is not None and metric_type not in PERF_METRIC_TYPES:
+        checker.error_at(
+            codes.UNKNOWN_PERF_METRIC,
+            join_path(path, "type"),
+            f"unknown perf_metric type {metric_type[:60]!r}; known: "
+            + ", ".join(PERF_METRIC_TYPES),
+            type_node,
+        )
+        return None
+    return metric_type
+
+
+def _read_perf_reference(
+    checker: DocumentChecker,
+    mapping: LocatedMapping,
+    path: str,
+    entry: LocatedValue,
+    output_names: set[str],
+) -> str | None:
+    """Return the entry's ``reference_name`` (None when missing); report one that names no
+    output field (when the outputs could be read)."""
+    reference_node = checker.required(mapping, "reference_name", path, entry)
+    reference = (
+        checker.string(reference_node, join_path(path, "reference_name"))
+        if reference_node
+        else None
+    )
+    if (
+        reference is not None
+        and reference not in output_names
+        and checker.output_readable
+        and reference not in checker.written("output")
+    ):
+        checker.error_at(
+            codes.PERF_REFERENCE_NOT_OUTPUT,
+            join_path(path, "reference_name"),
+            f"{reference[:60]!r} is not an output field; outputs: "
+            + (", ".join(sorted(output_names)) or "none"),
+            reference_node,
+        )
+    return reference
+
+
+def _named_perf_metrics(
+    checker: DocumentChecker, read: list[tuple[str, str, dict[str, Any], str, LocatedValue]]
+) -> list[PerfMetric]:
+    """Return the perf metrics read, each type on a reference once, named by their type
+    (``<type>_<reference>`` when a type is used on several references)."""
     type_counts = Counter(metric_type for metric_type, *_ in read)
     metrics: list[PerfMetric] = []
     seen: dict[tuple[str, str], str] = {}
@@ -131,7 +172,7 @@ def read_perf_metrics(
         seen[(metric_type, reference)] = path
         name = metric_type if type_counts[metric_type] == 1 else f"{metric_type}_{reference}"
         metrics.append(PerfMetric(metric_type, reference, name, MappingProxyType(options)))
-    return metrics, len(checker.issues) == issues_before
+    return metrics
 
 
 def _read_perf_options(
@@ -214,16 +255,7 @@ def read_aggregation_metric(
         frozenset({"type", "default_weights", "count_self_reported"}),
         "aggregation_metric",
     )
-    type_node = checker.given(mapping, "type")
-    if type_node is not None:
-        metric_type = checker.string(type_node, join_path(path, "type"))
-        if metric_type is not None and metric_type not in AGGREGATION_METRIC_TYPES:
-            checker.error_at(
-                codes.UNKNOWN_AGGREGATION_METRIC,
-                join_path(path, "type"),
-                f"unknown aggregation_metric type {metric_type[:60]!r}; known: dynascore",
-                type_node,
-            )
+    _check_aggregation_type(checker, mapping, path)
     count_self_reported = bool(checker.optional_bool(mapping, "count_self_reported", path))
     weights_node = checker.given(mapping, "default_weights")
     if weights_node is None:
@@ -247,35 +279,66 @@ def read_aggregation_metric(
                 weights_mapping.key_lines[key],
             )
             continue
-        if not is_finite_number(value_node.value):
-            if value_node.value is not UNREADABLE:
-                checker.error_at(
-                    codes.WEIGHT_OUT_OF_RANGE,
-                    key_path,
-                    f"a weight must be a number from 0 to {MAX_WEIGHT:g}, "
-                    f"got {describe_value(value_node.value)}",
-                    value_node,
-                )
-            continue
-        weight = float(value_node.value)
-        if not 0.0 <= weight <= MAX_WEIGHT:
-            checker.error_at(
-                codes.WEIGHT_OUT_OF_RANGE,
-                key_path,
-                f"a weight must be from 0 to {MAX_WEIGHT:g}, got {weight:g}",
-                value_node,
-            )
-            continue
-        if weight > 0 and key in SELF_REPORTED_METRICS and not count_self_reported:
-            checker.error_at(
-                codes.SELF_REPORTED_WEIGHT,
-                key_path,
-                f"{key} is reported by the model's endpoint itself; it weighs in by default "
-                "only with 'count_self_reported: true' in aggregation_metric",
-                value_node,
-            )
-            continue
-        weights[key] = weight
+        weight = _checked_weight(checker, key, value_node, key_path, count_self_reported)
+        if weight is not None:
+            weights[key] = weight
     return AggregationMetric(
         default_weights=MappingProxyType(weights), count_self_reported=count_self_reported
     )
+
+
+def _check_aggregation_type(checker: DocumentChecker, mapping: LocatedMapping, path: str) -> None:
+    """Report an ``aggregation_metric.type`` other than the known ones (dynascore)."""
+    type_node = checker.given(mapping, "type")
+    if type_node is not None:
+        metric_type = checker.string(type_node, join_path(path, "type"))
+        if metric_type is not None and metric_type not in AGGREGATION_METRIC_TYPES:
+            checker.error_at(
+                codes.UNKNOWN_AGGREGATION_METRIC,
+                join_path(path, "type"),
+                f"unknown aggregation_metric type {metric_type[:60]!r}; known: dynascore",
+                type_node,
+            )
+
+
+def _checked_weight(
+    checker: DocumentChecker,
+    key: str,
+    value_node: Any,
+    key_path: str,
+    count_self_reported: bool,
+) -> float | None:
+    """Return the default weight of metric ``key``, or None after reporting why it is not one.
+
+    A weight is a number from 0 to ``MAX_WEIGHT``; a self-reported metric weighs in only
+    with ``count_self_reported``.
+    """
+    if not is_finite_number(value_node.value):
+        if value_node.value is not UNREADABLE:
+            checker.error_at(
+                codes.WEIGHT_OUT_OF_RANGE,
+                key_path,
+                f"a weight must be a number from 0 to {MAX_WEIGHT:g}, "
+                f"got {describe_value(value_node.value)}",
+                value_node,
+            )
+        return None
+    weight = float(value_node.value)
+    if not 0.0 <= weight <= MAX_WEIGHT:
+        checker.error_at(
+            codes.WEIGHT_OUT_OF_RANGE,
+            key_path,
+            f"a weight must be from 0 to {MAX_WEIGHT:g}, got {weight:g}",
+            value_node,
+        )
+        return None
+    if weight > 0 and key in SELF_REPORTED_METRICS and not count_self_reported:
+        checker.error_at(
+            codes.SELF_REPORTED_WEIGHT,
+            key_path,
+            f"{key} is reported by the model's endpoint itself; it weighs in by default "
+            "only with 'count_self_reported: true' in aggregation_metric",
+            value_node,
+        )
+        return None
+    return weight

@@ -33,6 +33,20 @@ def read_model_wrong_metric(
     mapping = checker.mapping(node, path)
     if mapping is None:
         return ModelWrongMetric()
+    metric_type = _read_model_wrong_type(checker, mapping, path, node)
+    _check_model_wrong_keys(checker, mapping, path, metric_type)
+    if metric_type == "exact_match":
+        names = _read_reference_names(checker, mapping, path, node, targets)
+        return ModelWrongMetric("exact_match", reference_names=names)
+    if metric_type == "string_f1":
+        return _read_string_f1(checker, mapping, path, node, targets)
+    return ModelWrongMetric()
+
+
+def _read_model_wrong_type(
+    checker: DocumentChecker, mapping: LocatedMapping, path: str, node: LocatedValue
+) -> str | None:
+    """Return the metric's type, or None when it is missing or unknown (reported)."""
     type_node = checker.required(mapping, "type", path, node)
     metric_type = checker.string(type_node, join_path(path, "type")) if type_node else None
     if metric_type is not None and metric_type not in MODEL_WRONG_METRIC_KEYS:
@@ -43,7 +57,14 @@ def read_model_wrong_metric(
             + ", ".join(MODEL_WRONG_METRIC_KEYS),
             type_node,
         )
-        metric_type = None
+        return None
+    return metric_type
+
+
+def _check_model_wrong_keys(
+    checker: DocumentChecker, mapping: LocatedMapping, path: str, metric_type: str | None
+) -> None:
+    """Report the keys no model_wrong_metric type has, and those ``metric_type`` does not."""
     every_key = frozenset().union(*MODEL_WRONG_METRIC_KEYS.values())
     for key in mapping.items:
         if key not in every_key:
@@ -60,40 +81,43 @@ def read_model_wrong_metric(
                 f"{key!r} does not apply to model_wrong_metric type {metric_type}",
                 mapping.key_lines[key],
             )
-    if metric_type == "exact_match":
-        names = _read_reference_names(checker, mapping, path, node, targets)
-        return ModelWrongMetric("exact_match", reference_names=names)
-    if metric_type == "string_f1":
-        names: tuple[str, ...] = ()
-        reference_node = checker.required(mapping, "reference_name", path, node)
-        if reference_node is not None:
-            name = checker.string(reference_node, join_path(path, "reference_name"))
-            if name is not None:
-                _check_target(
-                    checker, name, join_path(path, "reference_name"), reference_node, targets
-                )
-                names = (name,)
-        threshold = None
-        threshold_node = checker.given(mapping, "threshold")
-        if threshold_node is None:
+
+
+def _read_string_f1(
+    checker: DocumentChecker,
+    mapping: LocatedMapping,
+    path: str,
+    node: LocatedValue,
+    targets: set[str],
+) -> ModelWrongMetric:
+    """Read a ``string_f1`` metric: one ``reference_name`` and a threshold from 0 to 1."""
+    names: tuple[str, ...] = ()
+    reference_node = checker.required(mapping, "reference_name", path, node)
+    if reference_node is not None:
+        name = checker.string(reference_node, join_path(path, "reference_name"))
+        if name is not None:
+            _check_target(checker, name, join_path(path, "reference_name"), reference_node, targets)
+            names = (name,)
+    threshold = None
+    threshold_node = checker.given(mapping, "threshold")
+    if threshold_node is None:
+        checker.error_at(
+            codes.MISSING_KEY,
+            join_path(path, "threshold"),
+            "string_f1 needs a threshold between 0 and 1 (the model is fooled when its "
+            "F1 is below it)",
+            node,
+        )
+    else:
+        threshold = checker.number(threshold_node, join_path(path, "threshold"))
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
             checker.error_at(
-                codes.MISSING_KEY,
+                codes.THRESHOLD_OUT_OF_RANGE,
                 join_path(path, "threshold"),
-                "string_f1 needs a threshold between 0 and 1 (the model is fooled when its "
-                "F1 is below it)",
-                node,
+                f"threshold must be between 0 and 1, got {threshold}",
+                threshold_node,
             )
-        else:
-            threshold = checker.number(threshold_node, join_path(path, "threshold"))
-            if threshold is not None and not 0.0 <= threshold <= 1.0:
-                checker.error_at(
-                    codes.THRESHOLD_OUT_OF_RANGE,
-                    join_path(path, "threshold"),
-                    f"threshold must be between 0 and 1, got {threshold}",
-                    threshold_node,
-                )
-        return ModelWrongMetric("string_f1", reference_names=names, threshold=threshold)
-    return ModelWrongMetric()
+    return ModelWrongMetric("string_f1", reference_names=names, threshold=threshold)
 
 
 def _read_reference_names(

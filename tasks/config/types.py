@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from tasks.metrics.jobs import JOB_METRICS as JOB_METRIC_REGISTRY
 
 if TYPE_CHECKING:
+    from tasks.config.arena import ArenaConfig
     from tasks.config.chat import ChatConfig
 
 
@@ -236,6 +237,8 @@ class TaskConfig:
     warnings: tuple = field(default=(), compare=False)
     # The ``chat`` section (``tasks.config.chat``): None for a task without conversations.
     chat: ChatConfig | None = None
+    # The ``arena`` section (``tasks.config.arena``): None for a task without battles.
+    arena: ArenaConfig | None = None
 
     # -- fields -------------------------------------------------------------------------
     def field(self, name: str) -> FieldSpec | None:

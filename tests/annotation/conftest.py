@@ -224,7 +224,8 @@ class ThreadLiveWorker(SimpleWorker):
 
 
 class BackgroundWorker:
-    """Run the ``live`` queue in a thread, like ``rqworker live`` with RQ's SimpleWorker.
+    """Run an RQ queue (``live`` by default) in a thread, like ``rqworker <queue>`` with RQ's
+    SimpleWorker.
 
     Needs committed data (``transactional_db`` or ``live_server``): the thread has its own
     database connection, closed when the worker stops.
@@ -233,7 +234,7 @@ class BackgroundWorker:
     def __init__(self, queue_name: str = "live"):
         self.queue = django_rq.get_queue(queue_name)
         self.stop_event = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="rq-live", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=f"rq-{queue_name}", daemon=True)
 
     def _run(self) -> None:
         from django.db import connection

@@ -166,6 +166,10 @@ def test_every_json_surface_is_strict_json_on_a_board_of_hostile_figures(
         "number": eval_task.rounds.order_by("number").first().number,
         "slug": dataset.slug,
         "pk": models[0].pk,
+        # Conversation turns and replies: none on this task, so a JSON 404.
+        "turn_id": 10**9,
+        "reply_id": 10**9,
+        "snapshot_id": 10**9,  # arena snapshots: none on this task
     }
     pk_of = {
         "api:example-detail": example.pk,

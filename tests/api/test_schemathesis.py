@@ -91,6 +91,8 @@ def seeded(db, monkeypatch):
             "runs": run.pk,
             "snapshots": snapshot.pk,
             "uploads": upload.pk,
+            # /arena/battles/{id}/: the sentiment task has no arena, so no battle (a 404).
+            "arena": example.pk,
             "conversations": conversation.pk,
             "turns": turn.pk,
             "replies": reply.pk,

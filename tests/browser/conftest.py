@@ -8,7 +8,8 @@
 - ``shot(page, name)``: a screenshot per step under ``test-artifacts/browser/<test>/``.
 - ``screenshot(page, "<role>-<page>")``: the screenshot of a page for the review, under
   ``test-artifacts/screenshots/`` (role: admin, owner, worker or researcher).
-- ``live_worker``: the ``live`` RQ queue run by a SimpleWorker thread, as in production.
+- ``live_worker``: the ``live`` RQ queue run by a SimpleWorker thread, as in production;
+  ``chat_worker`` the same for the ``chat`` queue (the chat pump and judge).
 
 Use pytest-django's ``live_server`` for the site. Playwright's sync API runs an event loop
 in this thread, so Django's async-safety check is relaxed for these tests only.
@@ -144,5 +145,15 @@ def live_worker(redis_connection, live_server):
     from tests.annotation.conftest import BackgroundWorker
 
     worker = BackgroundWorker("live").start()
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def chat_worker(redis_connection, live_server):
+    """Run the ``chat`` queue (the pump, the judge) in a thread for the duration of the test."""
+    from tests.annotation.conftest import BackgroundWorker
+
+    worker = BackgroundWorker("chat").start()
     yield worker
     worker.stop()

@@ -41,7 +41,7 @@ def write(page, message: str) -> None:
 
 
 def test_a_conversation_from_chat_to_export(
-    live_server, browser, login, shot, screenshot, chat_task, live_worker, owner, tmp_path
+    live_server, browser, login, shot, screenshot, chat_task, chat_worker, owner, tmp_path
 ):
     chatter = UserFactory(username="chat-worker")
     context, page = signed_in_page(browser, login, chatter)

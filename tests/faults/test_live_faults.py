@@ -74,9 +74,10 @@ def test_slow_loris_model_never_holds_a_live_worker_beyond_the_model_timeout(
     connection = django_rq.get_connection("live")
     [drain_id] = FinishedJobRegistry("live", connection=connection).get_job_ids()
     job = Job.fetch(drain_id, connection=connection)
-    assert (job.ended_at - job.started_at).total_seconds() < budget + 1.0
+    # Generous margins for a busy machine: the model would trickle for far longer.
+    assert (job.ended_at - job.started_at).total_seconds() < budget + 3.0
     # The worker's own start and stop add up to ~1 s (RQ joins its pubsub thread for 1 s).
-    assert worker_seconds < budget + 2.5
+    assert worker_seconds < budget + 5.0
 
 
 def test_model_server_killed_during_collection_loses_nothing_and_recovers(live_task, demo_model):

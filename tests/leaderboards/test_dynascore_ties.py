@@ -21,7 +21,11 @@ from leaderboards.dynascore import (
     pooled_levels,
 )
 from leaderboards.intervals import dynascore_resamples
-from leaderboards.tables.build import MAIN_METRIC_RESOLUTION, build_leaderboard_table
+from leaderboards.tables.build import (
+    MAIN_METRIC_RESOLUTION,
+    LeaderboardRequest,
+    build_leaderboard_table,
+)
 from leaderboards.tables.query import default_weights
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreRecord
 from tasks.config.types import Direction, MetricSpec
@@ -340,12 +344,14 @@ def test_the_leaderboard_gives_tied_models_their_values_scores_whatever_their_id
             for index, name in enumerate(names)
         ]
         table = build_leaderboard_table(
-            task_code="t",
-            metric_specs=specs,
-            datasets=datasets,
-            models=models,
-            scores=records,
-            weights=default_weights(specs, datasets),
+            LeaderboardRequest(
+                task_code="t",
+                metric_specs=specs,
+                datasets=datasets,
+                models=models,
+                scores=records,
+                weights=default_weights(specs, datasets),
+            )
         )
         return {row.model_name: row.dynascore for row in table.rows}
 

@@ -17,7 +17,7 @@ from leaderboards.selectors.boards import leaderboard_datasets, leaderboard_tabl
 from leaderboards.selectors.models import browsable_datasets
 from leaderboards.tables.query import parse_leaderboard_query
 from models_hub.demo.catalog import (
-    DEMO_TASKS,
+    RANKED_DEMO_TASKS,
     demo_model,
     predictions_file_models,
 )
@@ -98,7 +98,7 @@ def test_every_demo_task_ranks_at_least_three_models(demo_servers, redis_connect
     out = io.StringIO()
     call_command("seed_demo", *arguments, stdout=out)
     run_worker()
-    for code in DEMO_TASKS:
+    for code in RANKED_DEMO_TASKS:
         task = Task.objects.get(code=code)
         rows = ranked(task)
         scored = [row for row in rows if row.dynascore is not None]
@@ -127,7 +127,7 @@ def test_every_demo_task_ranks_at_least_three_models(demo_servers, redis_connect
     call_command("seed_demo", *arguments, stdout=out)
     assert "from a predictions file" not in out.getvalue()
     assert EvaluationRun.objects.filter(trigger="predictions_upload").count() == sum(
-        Dataset.objects.filter(task__code=code).count() for code in DEMO_TASKS
+        Dataset.objects.filter(task__code=code).count() for code in RANKED_DEMO_TASKS
     )
     assert EvaluationRun.objects.count() == runs
 

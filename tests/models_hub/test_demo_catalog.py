@@ -10,8 +10,8 @@ import pytest
 from models_hub.demo.baselines import FirstSpanQAHandler, MajorityClassHandler
 from models_hub.demo.catalog import (
     DEMO_MODELS,
-    DEMO_TASKS,
     PREDICTIONS_FILE,
+    RANKED_DEMO_TASKS,
     SERVED,
     demo_model,
     predictions_file_models,
@@ -36,7 +36,7 @@ INPUTS = {
     "chat": [{"message": "How strong is black tea?"}, {"message": "hello"}],
 }
 # The chat task has no leaderboard: its models answer conversations, not datasets.
-RANKED_TASKS = tuple(task for task in DEMO_TASKS if task != "chat")
+RANKED_TASKS = RANKED_DEMO_TASKS
 
 
 @pytest.mark.parametrize("task", RANKED_TASKS)

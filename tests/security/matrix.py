@@ -54,6 +54,46 @@ def _validate_data(world) -> dict:
     return {"example_id": world.example.pk, "label": "correct"}
 
 
+def _chat(**extra):
+    """Path arguments of the chat pages: the chat task, ``worker``'s active conversation and
+    its turn or first reply (``extra``: ``turn_id=True``, ``reply_id=True``)."""
+
+    def kwargs(world) -> dict:
+        values = {"code": world.chat_task.code, "pk": world.conversation.pk}
+        if extra.get("turn_id"):
+            values["turn_id"] = world.turn.pk
+        if extra.get("reply_id"):
+            values["reply_id"] = world.reply.pk
+        if extra.get("api"):
+            del values["code"]
+        return values
+
+    return kwargs
+
+
+def _chat_code(world) -> dict:
+    return {"code": world.chat_task.code}
+
+
+def _turn_state(world):
+    from annotation.chat.models import ChatReply, ChatTurn
+
+    turns = list(ChatTurn.objects.filter(conversation=world.conversation).values_list())
+    replies = list(ChatReply.objects.filter(turn__conversation=world.conversation).values_list())
+    return turns, replies
+
+
+def _conversation_state(world):
+    return type(world.conversation).objects.filter(pk=world.conversation.pk).values_list().get()
+
+
+def _conversation_count(world) -> int:
+    return world.chat_task.conversations.count()
+
+
+SIGNED_IN = ("worker", "other_owner", "staff", "owner", "superuser")
+
+
 # --- named routes ---------------------------------------------------------------------------
 P = "POST"
 MATRIX: dict[str, Check] = {
@@ -169,6 +209,92 @@ MATRIX: dict[str, Check] = {
         method=P,
         data=lambda w: {"worker_ids": "sec-link-1\nsec-link-2"},
     ),
+    # Chat tasks (docs/chat.md). The world's chat task is public and active, and every
+    # signed-in user may chat on it; the campaign role's link is for another task.
+    "annotation:chat_home": row(L, 403, 200, 200, 200, 200, 200, kwargs=_chat_code),
+    # A conversation is its worker's alone: others get a 404, whoever they are.
+    "annotation:chat_page": row(L, 404, 200, 404, 404, 404, 404, kwargs=_chat()),
+    "annotation:chat_turn": row(L, 404, 200, 404, 404, 404, 404, kwargs=_chat(turn_id=True)),
+    "annotation:chat_reply_box": row(L, 404, 200, 404, 404, 404, 404, kwargs=_chat(reply_id=True)),
+    # The reply is stored: its stream replays it from the row.
+    "annotation:chat_reply_stream": row(
+        L, 404, 200, 404, 404, 404, 404, kwargs=_chat(reply_id=True)
+    ),
+    # The last turn waits for the worker's choice: a new message is refused (409).
+    "annotation:chat_send": row(
+        L,
+        404,
+        409,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(),
+        data=lambda w: {"message": "Hello there."},
+        effect=_turn_state,
+        allowed=("worker",),
+    ),
+    "annotation:chat_choose": row(
+        L,
+        404,
+        200,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(turn_id=True),
+        data=lambda w: {"choice": "tie"},
+        effect=_turn_state,
+        allowed=("worker",),
+    ),
+    # The reply is done: nothing to retry (409); a cancel of a finished reply is a no-op.
+    "annotation:chat_reply_retry": row(
+        L,
+        404,
+        409,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(reply_id=True),
+        effect=_turn_state,
+        allowed=("worker",),
+    ),
+    "annotation:chat_reply_cancel": row(
+        L,
+        404,
+        204,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(reply_id=True),
+        effect=_turn_state,
+        allowed=("worker",),
+    ),
+    # One turn of the two the config asks for: the finish is refused (400, on the page).
+    "annotation:chat_finish": row(
+        L,
+        404,
+        400,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(),
+        effect=_conversation_state,
+        allowed=("worker",),
+    ),
+    # The owners' fooling rates and exports.
+    "annotation:chat_results": row(L, L, 403, 403, 403, 200, 200, kwargs=_chat_code),
+    "annotation:chat_export": row(
+        L, L, 403, 403, 403, 200, 200, kwargs=lambda w: {**_chat_code(w), "kind": "conversations"}
+    ),
     # leaderboards
     "leaderboards:task": everyone(200),
     "leaderboards:task_csv": everyone(200),
@@ -270,6 +396,109 @@ MATRIX: dict[str, Check] = {
     # The writer may not validate their own example; the third matching verdict settles it.
     "api:validation-create": row(401, 401, 403, 201, 201, 201, 409, method=P, data=_validate_data),
     "api:validation-next": row(401, 401, 200, 200, 200, 200, 200),
+    # conversations (chat tasks): the API acts for signed-in users only.
+    "api:task-config-schema": everyone(200),
+    # Every signed-in user may chat on the public chat task: each start is a new conversation.
+    "api:conversation-start": row(
+        401,
+        401,
+        201,
+        201,
+        201,
+        201,
+        201,
+        method=P,
+        kwargs=_chat_code,
+        effect=_conversation_count,
+        allowed=SIGNED_IN,
+    ),
+    "api:conversation-export": row(401, 401, 403, 403, 403, 200, 200, kwargs=_chat_code),
+    "api:conversation-detail": row(401, 401, 200, 404, 404, 404, 404, kwargs=_chat(api=True)),
+    "api:reply-detail": row(
+        401, 401, 200, 404, 404, 404, 404, kwargs=_chat(api=True, reply_id=True)
+    ),
+    "api:reply-stream": row(
+        401, 401, 200, 404, 404, 404, 404, kwargs=_chat(api=True, reply_id=True)
+    ),
+    "api:turn-create": row(
+        401,
+        401,
+        409,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(api=True),
+        data=lambda w: {"message": "Hello there."},
+        effect=_turn_state,
+        allowed=("worker",),
+    ),
+    "api:turn-choice": row(
+        401,
+        401,
+        200,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(api=True, turn_id=True),
+        data=lambda w: {"choice": "tie"},
+        effect=_turn_state,
+        allowed=("worker",),
+    ),
+    "api:reply-retry": row(
+        401,
+        401,
+        409,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(api=True, reply_id=True),
+        effect=_turn_state,
+        allowed=("worker",),
+    ),
+    "api:reply-cancel": row(
+        401,
+        401,
+        200,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(api=True, reply_id=True),
+        effect=_turn_state,
+        allowed=("worker",),
+    ),
+    "api:conversation-finish": row(
+        401,
+        401,
+        409,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_chat(api=True),
+        effect=_conversation_state,
+        allowed=("worker",),
+    ),
+    # The finished conversation's example: its writer reads it, and so does every validator
+    # whose queue holds it (every signed-in user of the public task, owners included).
+    "api:example-transcript": row(
+        401,
+        401,
+        200,
+        200,
+        200,
+        200,
+        200,
+        kwargs=lambda w: {"pk": w.finished_conversation.example_id},
+    ),
     # the admin's own pages
     "admin:index": row(L, L, L, 200, 200, 200, 200),
     "admin:login": row(200, 200, 200, R, R, R, R),

@@ -64,6 +64,13 @@ class World:
     hidden_run: Any = None
     proposal: Any = None
     upload: Any = None
+    # A chat task (owned by ``owner``) and two conversations of ``worker`` on it: one
+    # active, with a turn whose replies are stored, and one finished (an example).
+    chat_task: Any = None
+    conversation: Any = None
+    turn: Any = None
+    reply: Any = None
+    finished_conversation: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -133,6 +140,7 @@ def build_world(with_datasets: bool = True) -> World:
         _add_leaderboard_objects(world)
     _add_proposal(world)
     _add_upload(world)
+    _add_chat(world)
     return world
 
 
@@ -276,6 +284,67 @@ def set_hidden_figures(world: World, version: int) -> None:
     Prediction.objects.filter(run=world.hidden_run).update(
         output={"label": figures["label"], "prob": {figures["label"]: 1.0}}
     )
+
+
+# The names the chat models answer with (``model_version``): never shown while hidden.
+CHAT_MODEL_NAMES = ("sec-chat-alpha", "sec-chat-beta")
+
+
+def _chat_turn(conversation, actor, message: str, choose: bool):
+    """A turn of ``conversation`` whose replies are stored as the pump stores them (no model
+    is called: the rows are written as a finished stream leaves them)."""
+    from django.utils import timezone
+
+    from annotation.chat import services
+    from annotation.chat.models import ChatReply, ReplyStatus
+
+    turn = services.turn_send(conversation, actor, message)
+    for reply in ChatReply.objects.filter(turn=turn).select_related("model"):
+        reply.status = ReplyStatus.DONE
+        reply.text = f"An answer to {message!r}."
+        reply.model_version = reply.model.name
+        reply.finish_reason = "stop"
+        reply.finished_at = timezone.now()
+        reply.save()
+    if choose:
+        services.turn_choose(conversation, actor, turn.pk, "tie", None, 50)
+    return turn
+
+
+def _add_chat(world: World) -> None:
+    """A chat task with two chat models in its loop; ``worker`` holds an active conversation
+    (one turn, answered, not chosen yet) and a finished one (an example in the queue)."""
+    from annotation.campaigns.actors import Actor
+    from annotation.chat import services
+    from annotation.chat.models import ChatReply
+    from models_hub.models import RoundModel
+
+    owner = world.users["owner"]
+    task = TaskFactory(code="sec-chat", config_name="chat", owners=[owner])
+    round_ = task.rounds.get(number=1)
+    for name in CHAT_MODEL_NAMES:
+        model = ModelFactory(
+            task=task,
+            owner=owner,
+            name=name,
+            protocol="openai_chat",
+            endpoint_url="http://127.0.0.1:9/v1",
+            options={"model": name},
+        )
+        RoundModel.objects.create(round=round_, model=model)
+    actor = Actor(user=world.users["worker"])
+    finished = services.conversation_start(task=task, round_=round_, actor=actor)
+    _chat_turn(finished, actor, "Why is Mars red?", choose=True)
+    _chat_turn(finished, actor, "What is tea?", choose=True)
+    services.conversation_finish(
+        finished, actor, services.FinishForm(fooled_positions=(0,), rating=4, metadata={})
+    )
+    conversation = services.conversation_start(task=task, round_=round_, actor=actor)
+    world.turn = _chat_turn(conversation, actor, "What is a bicycle?", choose=False)
+    world.reply = ChatReply.objects.filter(turn=world.turn).order_by("position").first()
+    world.chat_task, world.conversation = task, conversation
+    finished.refresh_from_db()
+    world.finished_conversation = finished
 
 
 def _add_upload(world: World) -> None:

@@ -73,11 +73,13 @@ def test_seed_demo_is_idempotent():
     out = StringIO()
     call_command("seed_demo", "--no-evaluate", stdout=out)
     codes = set(Task.objects.values_list("code", flat=True))
-    assert {"sentiment", "nli", "qa", "hs", "chat"} <= codes
+    assert {"sentiment", "nli", "qa", "hs", "chat", "arena"} <= codes
     counts = {task.code: task.contexts.count() for task in Task.objects.all()}
-    # A chat task needs no contexts: the worker starts the conversation.
-    assert all(count > 0 for code, count in counts.items() if code != "chat")
+    # Chat and arena tasks need no contexts: the worker starts the conversation.
+    without = ("chat", "arena")
+    assert all(count > 0 for code, count in counts.items() if code not in without)
     assert counts["chat"] == 0 and Task.objects.get(code="chat").config.chat is not None
+    assert counts["arena"] == 0 and Task.objects.get(code="arena").config.arena is not None
     call_command("seed_demo", "--no-evaluate", stdout=StringIO())
     assert {task.code: task.contexts.count() for task in Task.objects.all()} == counts
     assert "admin" in out.getvalue()

@@ -76,3 +76,12 @@ def test_the_admin_saves_a_dynabench_v2_config(client, task):
     response = client.post(reverse("admin:tasks_task_add"), data)
     assert response.status_code == 302, response.content.decode()[:2000]
     assert Task.objects.get(code=f"saved-{task}").config.source_format == "v2"
+
+
+def test_a_v2_chat_config_loads_with_load_task_and_in_the_editor(client):
+    chat = FIXTURE_DIR / "v2_chat_compare.yaml"
+    call_command("load_task", str(chat), code="v2-chat", name="V2 chat", stdout=StringIO())
+    config = Task.objects.get(code="v2-chat").config
+    assert config.source_format == "v2" and config.chat.models_per_turn == 2
+    client.force_login(UserFactory(username="chatbuilder", is_staff=True, is_superuser=True))
+    assert "No problems" in check(client, chat.read_text(encoding="utf-8")).content.decode()

@@ -63,5 +63,5 @@ def chatter_actor(chatter):
 
 
 def pump() -> None:
-    """Stream every queued reply (a burst worker runs the pump to the end)."""
-    run_jobs("live")
+    """Stream every queued reply (a burst worker of the chat queue runs the pump to the end)."""
+    run_jobs("chat")

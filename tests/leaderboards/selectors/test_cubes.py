@@ -17,7 +17,7 @@ from leaderboards.cubes import (
 from leaderboards.models import BoardCube, Score
 from leaderboards.selectors.boards import leaderboard_datasets
 from leaderboards.selectors.cubes import json_texts_decode, leaderboard_data_version, score_cube
-from leaderboards.tables.build import build_leaderboard_table
+from leaderboards.tables.build import LeaderboardRequest, build_leaderboard_table
 from leaderboards.tables.query import parse_leaderboard_query
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreRecord
 from models_hub.models import Model
@@ -66,18 +66,20 @@ def records_table(task, user, querydict):
         for score in Score.objects.filter(dataset_id__in=list(slugs))
     ]
     return build_leaderboard_table(
-        task_code=task.code,
-        metric_specs=task.config.metrics(),
-        datasets=[
-            DatasetRecord(d.slug, d.name, str(d.access_type), None, float(d.weight))
-            for d in datasets
-        ],
-        models=models,
-        scores=scores,
-        weights=query.weights,
-        sort=query.sort,
-        page=query.page,
-        page_size=query.page_size,
+        LeaderboardRequest(
+            task_code=task.code,
+            metric_specs=task.config.metrics(),
+            datasets=[
+                DatasetRecord(d.slug, d.name, str(d.access_type), None, float(d.weight))
+                for d in datasets
+            ],
+            models=models,
+            scores=scores,
+            weights=query.weights,
+            sort=query.sort,
+            page=query.page,
+            page_size=query.page_size,
+        )
     )
 
 

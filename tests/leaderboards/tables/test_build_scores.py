@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboards.tables.build import build_leaderboard_table, score_shares
+from leaderboards.tables.build import LeaderboardRequest, build_leaderboard_table, score_shares
 from leaderboards.tables.query import default_weights
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreRecord
 from leaderboards.tables.results import LeaderboardWeights
@@ -38,12 +38,14 @@ def table(models: dict[str, dict], *, specs=None, weights=None):
         for index, metrics in enumerate(models.values())
     ]
     return build_leaderboard_table(
-        task_code="sentiment",
-        metric_specs=specs,
-        datasets=DATASETS,
-        models=records,
-        scores=scores,
-        weights=weights or default_weights(specs, DATASETS),
+        LeaderboardRequest(
+            task_code="sentiment",
+            metric_specs=specs,
+            datasets=DATASETS,
+            models=records,
+            scores=scores,
+            weights=weights or default_weights(specs, DATASETS),
+        )
     )
 
 

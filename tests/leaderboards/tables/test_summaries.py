@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import MappingProxyType
 
-from leaderboards.tables.build import build_leaderboard_table
+from leaderboards.tables.build import LeaderboardRequest, build_leaderboard_table
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreRecord
 from leaderboards.tables.results import LeaderboardWeights
 from tasks.config import parse_task_config
@@ -47,12 +47,14 @@ def test_best_per_tag_is_the_same_for_json_dicts_and_other_mappings():
 
     tables = [
         build_leaderboard_table(
-            task_code="t",
-            metric_specs=specs,
-            datasets=datasets,
-            models=models,
-            scores=records(wrap),
-            weights=LeaderboardWeights(metrics={}, datasets={}),
+            LeaderboardRequest(
+                task_code="t",
+                metric_specs=specs,
+                datasets=datasets,
+                models=models,
+                scores=records(wrap),
+                weights=LeaderboardWeights(metrics={}, datasets={}),
+            )
         )
         for wrap in (dict, MappingProxyType)
     ]

@@ -1,4 +1,4 @@
-"""The ``chat`` section (v1 keys) and the mapping of Dynabench's v2 chat context types."""
+"""The ``chat`` section (v1 keys); Dynabench's v2 chat contexts are in test_chat_v2.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tasks.config import TaskConfigError, codes, parse_task_config
-from tasks.config.chat import ChatScale, chat_config_from_v2
+from tasks.config.chat import ChatScale
 
 DEMO = Path(__file__).resolve().parents[3] / "tasks" / "demo_data" / "chat.yaml"
 BASE = """\
@@ -94,51 +94,3 @@ def test_a_metric_other_than_ask_user_conflicts():
     # message is not a target here, so exact_match reports that too; the chat conflict is there.
     found = issues("  models_per_turn: 1\n", extra)
     assert any(code == codes.CHAT_METRIC_CONFLICT for code, _path, _line in found)
-
-
-@pytest.mark.parametrize(
-    "kind,models",
-    [("chat-with-instructions", 1), ("chat-random-with-instructions", 1)],
-)
-def test_v2_chat_types_map_to_plain_chats(kind, models):
-    chat, problems = chat_config_from_v2({"type": kind, "generative_context": {"is_unique": True}})
-    assert problems == []
-    assert chat.models_per_turn == models and chat.unique_models and chat.turn_choice == ()
-
-
-def test_v2_evaluate_texts_generative_answers_side_by_side():
-    context = {
-        "type": "evaluate-texts-generative",
-        "generative_context": {
-            "is_generative": True,
-            "type": "perdi",
-            "artifacts": {
-                "providers": {"openai": [], "cohere": [], "anthropic": []},
-                "first_explainatory_block": "Compare the answers.",
-                "options_slider": [0, 100],
-                "min_interactions": 3,
-            },
-        },
-    }
-    chat, problems = chat_config_from_v2(context)
-    assert problems == []
-    assert chat.models_per_turn == 3 and chat.turn_choice == ("best", "tie", "all_bad")
-    assert chat.instructions == "Compare the answers." and chat.min_turns == 3
-    assert chat.turn_slider.min == 0 and chat.turn_slider.max == 100
-
-
-def test_v2_problems_carry_paths():
-    chat, problems = chat_config_from_v2(
-        {
-            "type": "chat-with-instructions",
-            "generative_context": {"artifacts": {"options_slider": "wide", "min_interactions": 0}},
-        }
-    )
-    assert chat is not None
-    paths = {issue.path for issue in problems}
-    assert "context.generative_context.artifacts.options_slider" in paths
-    assert "context.generative_context.artifacts.min_interactions" in paths
-
-
-def test_v2_other_types_are_not_chats():
-    assert chat_config_from_v2({"type": "plain-text"}) == (None, [])

@@ -89,6 +89,8 @@ BASE_V1 += "perf_metric: {type: exact_match, reference_name: t}\n"
 BASE_V2 = "goal: {type: multioptions, options: [a, b], field_name_for_the_model: label}\n"
 BASE_V2 += "user_input: [{type: text, field_name_for_the_model: t}]\n"
 BASE_V2 += "perf_metric: {type: accuracy, reference_name: label}\n"
+BASE_CHAT = "context: {type: chat-with-instructions}\n"
+BASE_CHAT += "perf_metric: {type: chrf, reference_name: reply}\n"
 BROKEN = {
     "input is a mapping": "input: {name: t, type: string}\noutput: [{name: t}]\n"
     "perf_metric: {type: exact_match, reference_name: t}\n",
@@ -103,7 +105,19 @@ BROKEN = {
         "type: text,", "type: text, options_slider: [1, 2],"
     ),
     "v1 input beside v2 user_input": BASE_V2 + "input: [{name: x, type: string}]\n",
-    "a chat context": BASE_V2 + "context: {type: chat-with-instructions}\n",
+    "a chat context with too few turns": BASE_CHAT.replace(
+        "{type: chat-with-instructions}",
+        "{type: chat-with-instructions, generative_context: {artifacts: {min_interactions: 0}}}",
+    ),
+    "image generation in a chat context": BASE_CHAT.replace(
+        "{type: chat-with-instructions}",
+        "{type: chat-with-instructions, generative_context: {type: nibbler}}",
+    ),
+    "a chat context with a consent page": BASE_CHAT.replace(
+        "{type: chat-with-instructions}",
+        "{type: evaluate-texts-generative, "
+        "generative_context: {artifacts: {consent_uri: 'https://x.org'}}}",
+    ),
     "image generation": BASE_V2
     + "context: {type: select-multiple-images-generative, field_names_for_the_model: {a: a}}\n",
     "model_output with another key": BASE_V2 + "model_output: {label: x}\n",
@@ -122,7 +136,7 @@ def test_a_structurally_broken_config_fails_both_the_schema_and_the_parser(text)
 
 
 def test_the_base_configs_of_the_broken_ones_are_valid():
-    for text in (BASE_V1, BASE_V2):
+    for text in (BASE_V1, BASE_V2, BASE_CHAT):
         assert schema_errors(yaml.safe_load(text)) == []
         parse_task_config(text)
 

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from tasks.config import FieldType, TaskConfigError, Verdict, parse_task_config
-from tasks.config.chat_components import CHAT_CONTEXT_TYPES
+from tasks.config.chat import V2_CHAT_TYPES
 from tasks.config.types import ChoiceWidget
 
 GOAL = """\
@@ -207,23 +207,25 @@ perf_metric:
     ]
 
 
-@pytest.mark.parametrize("context_type", CHAT_CONTEXT_TYPES)
-def test_chat_contexts_have_their_own_not_supported_code(context_type):
-    text = GOAL + TEXT_INPUT + PERF + f"context:\n  type: {context_type}\n"
-    assert problems(text) == [("config.E083", "context.type", 12)]
+@pytest.mark.parametrize("context_type", V2_CHAT_TYPES)
+def test_chat_contexts_load_as_chats(context_type):
+    # More in test_chat_v2.py; a chat's user inputs are asked at the end of the conversation.
+    config = parse(
+        TEXT_INPUT + "perf_metric: {type: chrf, reference_name: reply}\n"
+        f"context:\n  type: {context_type}\n"
+    )
+    assert config.chat is not None and config.source_format == "v2"
+    assert [spec.name for spec in config.input] == ["message"]
+    assert [spec.name for spec in config.metadata_create] == ["claim"]
 
 
-def test_a_chat_generative_context_is_the_chat_code_and_image_generation_the_other():
+def test_a_generative_context_outside_a_chat_is_not_supported():
     base = GOAL + TEXT_INPUT + PERF + "context:\n  type: plain-text\n"
     base += "  field_names_for_the_model: {context: context}\n  generative_context:\n"
-    assert problems(base + "    type: perdi\n")[0][:2] == (
-        "config.E083",
-        "context.generative_context",
-    )
-    assert problems(base + "    type: nibbler\n")[0][:2] == (
-        "config.E082",
-        "context.generative_context",
-    )
+    for kind in ("perdi", "nibbler"):
+        assert problems(base + f"    type: {kind}\n") == [
+            ("config.E082", "context.generative_context", 15)
+        ]
 
 
 def test_model_maps_refuse_collisions_and_unknown_labels():

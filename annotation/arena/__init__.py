@@ -1,0 +1,1 @@
+"""Arena mode: pairwise battles between anonymous models, rated by Bradley-Terry."""
