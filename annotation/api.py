@@ -16,7 +16,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.export import example_export_lines
 from annotation.live.queue import live_job_id, wait_for_job
 from annotation.models import Example, ExampleStatus
@@ -46,9 +46,10 @@ from annotation.services import examples as services
 from annotation.services.examples import context_mark_served
 from annotation.services.validations import validation_submit
 from annotation.stats.summaries import round_by_number
-from dynatask_site.api import require
-from dynatask_site.throttles import ExampleCreateThrottle, WriteRateThrottle
-from tasks.errors import Conflict, NotFound
+from annotation.views.access import slow_model_seconds
+from api.permissions import require
+from api.throttles import ExampleCreateThrottle, WriteRateThrottle
+from core.errors import Conflict, NotFound
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
 
@@ -272,8 +273,6 @@ class ExampleRetryView(APIView):
         responses=ExampleSerializer,
     )
     def post(self, request, pk: int):
-        from annotation.views.access import slow_model_seconds
-
         actor, task, example = _task_and_example(request, pk)
         serializer = ExampleRetrySerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -6,6 +6,8 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
+        # Imported here, not at the top: models and the modules that import them may load only
+        # once the app registry is ready (Django's AppConfig.ready).
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
         from annotation import receivers

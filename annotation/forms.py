@@ -11,20 +11,16 @@ admin preview all use these forms; nothing here touches the database.
 
 from __future__ import annotations
 
-import json
-import secrets
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from crispy_forms.bootstrap import InlineRadios
 from crispy_forms.helper import FormHelper
 from crispy_forms.layout import HTML, Div, Field, Fieldset, Layout
-from crispy_forms.utils import render_crispy_form
 from django import forms
 from django.core import signing, validators
 from django.utils import timezone
-from django.utils.html import escape, format_html
-from django.utils.safestring import mark_safe
+from django.utils.html import escape
 
 from annotation.models import ValidationLabel
 from annotation.scales import (
@@ -375,99 +371,6 @@ class MetadataForm(ConfigForm):
         self.helper.layout = Layout(*[field_layout(spec) for spec in self.specs])
 
 
-# Crispy takes a millisecond or more to lay out a form, and the blank forms of the hot pages
-# (the create form of a fresh page, the metadata form of a new example) depend only on the
-# config version and a few flags: their HTML is rendered once per key and kept, bounded.
-# Keys carry the config version's id and text (like ``tasks.models.parsed_config_cached``).
-BLANK_FORM_CACHE_SIZE = 256
-_blank_form_html: dict[tuple, str] = {}
-# Per-request values go into the cached HTML through markers no config can contain.
-_MARKER = f"dynatask-{secrets.token_hex(8)}"
-CONTEXT_MARKER = f"{_MARKER}-context"
-STARTED_MARKER = f"{_MARKER}-started"
-EXAMPLE_MARKER = f"{_MARKER}-example"
-
-
-def _cached_form_html(key: tuple, render: Callable[[], str]) -> str:
-    html = _blank_form_html.get(key)
-    if html is None:
-        html = render()
-        while len(_blank_form_html) >= BLANK_FORM_CACHE_SIZE:
-            _blank_form_html.pop(next(iter(_blank_form_html)), None)
-        _blank_form_html[key] = html
-    return html
-
-
-def _with_start_time(html: str) -> str:
-    """Fill a fresh signed ``started_at`` into cached form HTML (safe: the value is escaped)."""
-    return mark_safe(html.replace(STARTED_MARKER, escape(sign_started_at())))  # noqa: S308
-
-
-def blank_metadata_html(key: tuple, specs: Iterable[FieldSpec]) -> str:
-    """Return the HTML of an unbound ``MetadataForm(specs, prefix="metadata")``, once per key."""
-    return _cached_form_html(
-        ("metadata", *key),
-        lambda: render_crispy_form(MetadataForm(specs=specs, prefix="metadata")),
-    )
-
-
-def blank_create_html(
-    key: tuple,
-    config: TaskConfig,
-    *,
-    goal_label: str,
-    retain: bool,
-    context_id: int | None,
-    template_context: Mapping[str, Any],
-) -> str:
-    """Return the HTML of a blank ``CreateForm`` (nothing typed in yet), rendered once per key.
-
-    ``key`` names the config version; the goal label and the retain switch are part of the
-    cache key, the context id and a fresh signed ``started_at`` are filled in per call.
-    ``template_context`` feeds the layout's included templates (the next-context link).
-    """
-
-    def render() -> str:
-        form = CreateForm(
-            config=config,
-            goal_label=goal_label,
-            initial={
-                "context_id": CONTEXT_MARKER,
-                "started_at": STARTED_MARKER,
-                "retain_input": retain,
-            },
-        )
-        return render_crispy_form(form, context=dict(template_context))
-
-    html = _cached_form_html(
-        ("create", *key, goal_label, retain, bool(template_context.get("needs_context"))), render
-    )
-    context_value = f' value="{int(context_id)}"' if context_id is not None else ""
-    return _with_start_time(html.replace(f' value="{CONTEXT_MARKER}"', context_value))
-
-
-def blank_validate_html(key: tuple, config: TaskConfig, *, example_id: int) -> str:
-    """Return the HTML of a blank ``ValidateForm`` for ``example_id``, laid out once per key.
-
-    ``key`` starts with the id of the config version the example was written under; the
-    example id and a fresh signed ``started_at`` are filled in per call.
-    """
-
-    def render() -> str:
-        form = ValidateForm(
-            config=config,
-            initial={
-                "example_id": EXAMPLE_MARKER,
-                "config_version": key[0],
-                "started_at": STARTED_MARKER,
-            },
-        )
-        return render_crispy_form(form)
-
-    html = _cached_form_html(("validate", *key), render)
-    return _with_start_time(html.replace(EXAMPLE_MARKER, str(int(example_id))))
-
-
 VERDICT_HELP = {
     ValidationLabel.CORRECT: "The example is valid and its label is right.",
     ValidationLabel.INCORRECT: "The example's label is wrong.",
@@ -554,120 +457,3 @@ class ReviewFilterForm(forms.Form):
 
 class OwnerVerdictForm(forms.Form):
     label = forms.ChoiceField(choices=ValidationLabel.choices, widget=forms.RadioSelect)
-
-
-# -- display helpers (model answers, contexts) ----------
-def value_text(spec: FieldSpec | None, value: Any) -> str:
-    """Return a short plain text for a config value (a selection shows its text)."""
-    if value is None:
-        return ""
-    if spec is not None and spec.type == FieldType.CONTEXT_STRING_SELECTION:
-        if isinstance(value, Mapping):
-            return str(value.get("text", ""))
-        return str(value)
-    if isinstance(value, list | tuple):
-        return ", ".join(str(item) for item in value)
-    if isinstance(value, Mapping):
-        return json.dumps(value, ensure_ascii=False)[:2000]
-    return str(value)
-
-
-def prob_bars(spec: FieldSpec, value: Any, config: TaskConfig) -> list[dict[str, Any]]:
-    """Return ``[{"label", "percent"}]`` for a prob output (one bar for ``single_prob``)."""
-    if spec.single_prob:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return [{"label": spec.display_name, "percent": round(float(value) * 100, 1)}]
-        return []
-    if not isinstance(value, Mapping):
-        return []
-    referenced = config.field(spec.reference_name) if spec.reference_name else None
-    order = list(referenced.labels) if referenced else list(value)
-    bars = []
-    for label in order:
-        probability = value.get(label)
-        if isinstance(probability, int | float) and not isinstance(probability, bool):
-            bars.append({"label": label, "percent": round(float(probability) * 100, 1)})
-    return bars
-
-
-def output_items(config: TaskConfig, output: Mapping | None) -> list[dict[str, Any]]:
-    """Describe a model output for the templates: text values and probability bars."""
-    if not isinstance(output, Mapping):
-        return []
-    items = []
-    for spec in config.output:
-        value = output.get(spec.name)
-        if spec.type == FieldType.PROB:
-            items.append({"spec": spec, "kind": "prob", "bars": prob_bars(spec, value, config)})
-        else:
-            items.append({"spec": spec, "kind": "text", "text": value_text(spec, value)})
-    return items
-
-
-def input_items(config: TaskConfig, data: Mapping | None) -> list[dict[str, Any]]:
-    """Describe what a worker entered (targets included) for the templates."""
-    data = data if isinstance(data, Mapping) else {}
-    items = []
-    for spec in config.input:
-        if spec.name in data:
-            kind = "image" if spec.type == FieldType.IMAGE else "text"
-            items.append({"spec": spec, "kind": kind, "text": value_text(spec, data[spec.name])})
-    return items
-
-
-def context_items(config: TaskConfig, data: Mapping | None) -> list[dict[str, Any]]:
-    """Describe a context for the templates: text (selectable when referenced) or an image."""
-    data = data if isinstance(data, Mapping) else {}
-    referenced = {
-        spec.reference_name
-        for spec in (*config.input, *config.metadata_validate)
-        if spec.type == FieldType.CONTEXT_STRING_SELECTION
-    }
-    items = []
-    for spec in config.context:
-        value = data.get(spec.name)
-        if spec.type == FieldType.IMAGE:
-            kind = "image"
-        elif spec.type == FieldType.PROB:
-            continue
-        else:
-            kind = "text"
-        items.append(
-            {
-                "spec": spec,
-                "kind": kind,
-                "text": value_text(spec, value),
-                "selectable": spec.name in referenced,
-            }
-        )
-    return items
-
-
-def goal_text(config: TaskConfig, goal_label: str) -> str:
-    """Return the goal banner's second line (HTML, the label escaped).
-
-    The quotes are entities: one character outside Latin-1 makes Python hold the whole page
-    as two bytes a character and encode it character by character, where an ASCII page is
-    joined and encoded by copying.
-    """
-    if not goal_label:
-        return ""
-    return format_html(
-        "Your goal: write an example whose true label is "
-        '&ldquo;<span data-goal-label="{}">{}</span>&rdquo; and fool the model.',
-        goal_label,
-        goal_label,
-    )
-
-
-def preview_context(config: TaskConfig) -> dict[str, Any]:
-    """Return placeholder context data for the admin preview (no uploaded context needed)."""
-    data: dict[str, Any] = {}
-    for spec in config.context:
-        if spec.type == FieldType.IMAGE:
-            data[spec.name] = "https://example.org/image.jpg"
-        elif spec.type == FieldType.MULTICLASS and spec.labels:
-            data[spec.name] = spec.labels[0]
-        else:
-            data[spec.name] = f"Example {spec.display_name.lower()} shown to the worker."
-    return data

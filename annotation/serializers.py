@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import ExampleStatus, ValidationLabel
-from tasks.serializers import JSONObjectField
+from api.fields import JSONObjectField
 
 MAX_SYNC_TIMEOUT = 10.0
 

@@ -78,7 +78,7 @@ for code, models, urls in (("chatone", 1, [spec["fast"]]), ("chatmany", 2, spec[
             protocol="openai_chat", endpoint_url=url, options={"model": "rules"},
             read_timeout=10.0, connect_timeout=1.0, max_concurrency=64))
     hub_services.model_set_in_loop(round_, loop, owner)
-from dynatask_site.api_auth import api_token_create
+from api.auth import api_token_create
 tokens = [api_token_create(User.objects.create(username=f"bench-chatter-{i}"))
           for i in range(spec["users"])]
 print(json.dumps({"tokens": tokens}))

@@ -1,4 +1,4 @@
-"""The JSON depth guard (``tasks.bounded_json.json_check_depth``) at 64 KB and 2 MB.
+"""The JSON depth guard (``core.bounded_json.json_check_depth``) at 64 KB and 2 MB.
 
 Every guard that reads untrusted JSON before a parser calls it: API bodies, model answers
 and ``/health`` bodies, dataset and prediction lines, CSV cells, form fields. It must cost
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tasks.bounded_json import JSONTooDeep, json_check_depth  # noqa: E402
+from core.bounded_json import JSONTooDeep, json_check_depth  # noqa: E402
 from tests.adversarial_json import ADVERSARIAL_NAMES, adversarial_json  # noqa: E402
 
 SIZES = {"64KB": 64 * 1024, "2MB": 2_000_000, "8MB": 8_000_000}

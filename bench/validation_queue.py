@@ -139,7 +139,7 @@ def run(large: int, n: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from annotation.actors import Actor
+    from annotation.campaigns.actors import Actor
     from tasks import services
 
     User = get_user_model()

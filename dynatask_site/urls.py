@@ -1,4 +1,4 @@
-"""Root URL configuration."""
+"""Root URL configuration: every app's URLs, included by name (this module imports no app)."""
 
 from django.contrib import admin
 from django.templatetags.static import static
@@ -6,11 +6,8 @@ from django.urls import include, path
 from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
-from dynatask_site.readiness import readyz
-
 urlpatterns = [
-    # The load balancer's health check (docs/deploy.md): no sign-in, no secrets.
-    path("readyz", readyz, name="readyz"),
+    path("", include("core.urls")),  # /readyz, the load balancer's health check
     # Browsers ask for /favicon.ico when a page names no icon (a JSON or file response); the
     # icon's URL is read at request time (the manifest storage needs collectstatic first).
     path(
@@ -23,5 +20,6 @@ urlpatterns = [
     path("", include("models_hub.urls")),
     path("", include("annotation.urls")),
     path("", include("leaderboards.urls")),
-    path("", include("dynatask_site.api_urls")),
+    path("", include("api.urls")),
+    path("", include("tasks.token_urls")),
 ]

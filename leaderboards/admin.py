@@ -12,13 +12,13 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from core.errors import ServiceError
 from leaderboards.forms import DatasetUploadForm
 from leaderboards.models import Dataset, EvaluationRun, RunStatus
+from leaderboards.services.dataset_uploads import dataset_upload
 from leaderboards.services.datasets import dataset_copies_follow, dataset_generate_perturbation
 from leaderboards.services.runs import evaluation_run_retry, evaluation_runs_for_dataset
-from leaderboards.services.uploads import dataset_upload
-from tasks.admin import OwnerScopedAdmin
-from tasks.errors import ServiceError
+from tasks.admin.base import OwnerScopedAdmin
 from tasks.models import Task, UploadJob
 from tasks.permissions import is_task_owner
 

@@ -15,8 +15,8 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from dynatask_site.api import require
-from dynatask_site.throttles import HEAVY_WRITES
+from api.permissions import require
+from api.throttles import HEAVY_WRITES
 from leaderboards.models import RunTrigger
 from leaderboards.selectors.boards import (
     leaderboard_fork_get,
@@ -55,9 +55,9 @@ from leaderboards.serializers import (
     SnapshotSerializer,
 )
 from leaderboards.services.boards import fork_create, snapshot_create
+from leaderboards.services.dataset_uploads import dataset_upload
 from leaderboards.services.predictions import predictions_import
 from leaderboards.services.runs import evaluation_run_create, evaluation_run_retry
-from leaderboards.services.uploads import dataset_upload
 from leaderboards.tables.results import DATASET_PARAMETER_PREFIX, METRIC_PARAMETER_PREFIX
 from models_hub.selectors import model_can_edit, model_get_visible
 from tasks.models import UploadJob

@@ -6,6 +6,8 @@ class LeaderboardsConfig(AppConfig):
     name = "leaderboards"
 
     def ready(self) -> None:
+        # Imported here, not at the top: models and the modules that import them may load only
+        # once the app registry is ready (Django's AppConfig.ready).
         from django.contrib.auth import get_user_model
         from django.db.models.signals import post_save
 

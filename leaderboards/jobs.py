@@ -9,7 +9,7 @@ Job functions live at module level, take ids, are idempotent and return JSON-rea
 - ``finalize_run_job(run_id)``: compute the Score once every shard is done (the last shard
   claims the run with a conditional update, so it is enqueued exactly once);
 - ``rescore_task_job(task_id)``: recompute a task's scores from stored predictions;
-- ``dataset_import_job(upload_id)`` (``default``, queued by ``tasks.jobs.enqueue_upload``):
+- ``dataset_import_job(upload_id)`` (``default``, queued by ``tasks.upload_jobs.enqueue_upload``):
   import a big dataset upload, all or nothing, with its progress page.
 
 Enqueueing happens after the transaction commits (``services`` use ``on_commit``), so a
@@ -33,36 +33,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import socket
 import uuid
 from typing import Any
 
-import django_rq
 from django.db import connections
 from redis.exceptions import RedisError
-from rq import Callback
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus, get_current_job
+from rq.job import get_current_job
 from rq.worker import Worker
 
-from leaderboards.job_leases import JobLease, lease_alive, leases_prune
-from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus
+from leaderboards.job_leases import JobLease, leases_prune
+from leaderboards.models import EvaluationShard, RunStatus
 from leaderboards.services import scheduling
+from leaderboards.services.dataset_uploads import dataset_upload_import
+from leaderboards.services.eval_queue import enqueue_shard, job_alive, queue
 from leaderboards.services.scores import run_finalize, scores_recompute_for_task
 from leaderboards.services.shards import shard_fail
-from leaderboards.services.uploads import dataset_upload_import
 from tasks.models import Task
-from tasks.services import upload_job_run
+from tasks.upload_jobs import upload_job_run
 
 logger = logging.getLogger(__name__)
-
-EVAL_QUEUE = "eval"
-SHARD_JOB_TIMEOUT = 3 * 3600
-FINALIZE_JOB_TIMEOUT = 1800
-RESCORE_JOB_TIMEOUT = 3600
-RESULT_TTL = 3600
-FAILURE_TTL = 7 * 86_400
 
 
 # -- job functions ----------------------------------------------------------------------------
@@ -123,131 +112,7 @@ def on_shard_failure(job, connection, exc_type, exc_value, traceback) -> None:
         shard_fail(int(shard_id), "run.job_failed", message)
 
 
-# -- enqueue helpers --------------------------------------------------------------------------
-def queue():
-    return django_rq.get_queue(EVAL_QUEUE)
-
-
-def enqueue_shard(shard: EvaluationShard, job_id: str | None = None) -> str | None:
-    """Enqueue one shard job now (as ``job_id`` when given: a slot reserved for it); return
-    its job id (None when Redis is unavailable)."""
-    try:
-        job = queue().enqueue_call(
-            eval_shard_job,
-            args=(shard.pk,),
-            timeout=SHARD_JOB_TIMEOUT,
-            result_ttl=RESULT_TTL,
-            failure_ttl=FAILURE_TTL,
-            on_failure=Callback(on_shard_failure),
-            job_id=job_id,
-        )
-    except RedisError as error:
-        logger.warning("cannot enqueue evaluation shard %s: %s", shard.pk, error)
-        return None
-    EvaluationShard.objects.filter(pk=shard.pk).update(job_id=job.id)
-    return job.id
-
-
-def enqueue_finalize(run_id: int) -> str | None:
-    """Enqueue the finalize job of ``run_id`` now."""
-    try:
-        job = queue().enqueue_call(
-            finalize_run_job,
-            args=(run_id,),
-            timeout=FINALIZE_JOB_TIMEOUT,
-            result_ttl=RESULT_TTL,
-            failure_ttl=FAILURE_TTL,
-        )
-    except RedisError as error:
-        logger.warning("cannot enqueue the finalize job of run %s: %s", run_id, error)
-        return None
-    return job.id
-
-
-def enqueue_run(run_id: int) -> int:
-    """Submit every shard of ``run_id`` that is not done (finalize when there are none).
-
-    The shards wait for their model's slots (``scheduling.shards_submit``): returns how many
-    shard jobs were enqueued now. Used after a run is created or retried, and by
-    ``run_evaluations --resume``.
-    """
-    run = EvaluationRun.objects.filter(pk=run_id).first()
-    if run is None:
-        return 0
-    shards = list(run.shards.exclude(status=RunStatus.DONE).order_by("index"))
-    if not shards:
-        if run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
-            EvaluationRun.objects.filter(pk=run_id, status=run.status).update(
-                status=RunStatus.FINALIZING
-            )
-            run.status = RunStatus.FINALIZING
-        if run.status == RunStatus.FINALIZING:
-            enqueue_finalize(run_id)
-        return 0
-    try:
-        return scheduling.shards_submit(run.model_id, [shard.pk for shard in shards])
-    except RedisError as error:
-        # ``shards_recover`` enqueues them once Redis is back.
-        logger.warning("cannot submit the shards of run %s: %s", run_id, error)
-        return 0
-
-
-def enqueue_rescore(task_id: int) -> str | None:
-    """Enqueue a rescore of ``task_id`` (best effort: logs when Redis is down)."""
-    try:
-        job = queue().enqueue_call(
-            rescore_task_job,
-            args=(task_id,),
-            timeout=RESCORE_JOB_TIMEOUT,
-            result_ttl=RESULT_TTL,
-            failure_ttl=FAILURE_TTL,
-        )
-    except RedisError as error:
-        logger.warning("cannot enqueue the rescore of task %s: %s", task_id, error)
-        return None
-    return job.id
-
-
 # -- recovery of shards whose worker died ----------------------------------------------------
-_WAITING = (JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
-
-
-def job_alive(job_id: str, connection) -> bool:
-    """Return True when job ``job_id`` waits in a queue or runs in a live worker.
-
-    A started job is dead when its worker's key expired, when its worker is a dead process
-    of this host, or when it holds a lease (a shard job) that lapsed: its host stopped
-    renewing it, however long its worker's key lives on."""
-    if not job_id:
-        return False
-    try:
-        job = Job.fetch(job_id, connection=connection)
-    except NoSuchJobError:
-        return False
-    status = job.get_status(refresh=False)
-    if status in _WAITING:
-        return True
-    if status != JobStatus.STARTED or not job.worker_name:
-        return False
-    if not _worker_alive(job.worker_name, connection):
-        return False
-    return lease_alive(job_id, connection) is not False
-
-
-def _worker_alive(name: str, connection) -> bool:
-    worker = Worker.find_by_key(Worker.redis_worker_namespace_prefix + name, connection=connection)
-    if worker is None:
-        return False  # its heartbeat expired
-    if worker.hostname == socket.gethostname() and worker.pid:
-        try:
-            os.kill(worker.pid, 0)  # on this host a dead pid is known at once
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-    return True
-
-
 def shards_recover(connection=None) -> int:
     """Enqueue again the unfinished shards of active runs whose job is not alive (and that do
     not wait for a slot), then hand their models' free slots out; return jobs enqueued.

@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from leaderboards import jobs
 from leaderboards.models import RunTrigger
 from leaderboards.services.boards import board_cubes_forget_owner
+from leaderboards.services.eval_queue import enqueue_rescore
 from leaderboards.services.runs import evaluation_runs_for_model
 
 
@@ -19,7 +19,7 @@ def on_model_registered(sender, model, **kwargs) -> None:
 
 
 def on_task_config_changed(sender, task, version=None, previous=None, **kwargs) -> None:
-    jobs.enqueue_rescore(task.pk)
+    enqueue_rescore(task.pk)
 
 
 def on_user_saved(sender, instance, created=False, update_fields=None, **kwargs) -> None:

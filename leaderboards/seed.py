@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from core.errors import ServiceError
 from leaderboards.models import Dataset, EvaluationRun, RunStatus
 from leaderboards.services.datasets import dataset_generate_perturbation, dataset_import
 from leaderboards.services.predictions import predictions_import
@@ -28,7 +29,6 @@ from models_hub.demo.catalog import DemoModel, predictions_file_models
 from models_hub.seed import demo_owner, ensure_demo_model
 from models_hub.server import load_handler
 from tasks.demo_registry import SeedOptions, register_seeder
-from tasks.errors import ServiceError
 from tasks.models import Task
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo_data"

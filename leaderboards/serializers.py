@@ -9,10 +9,10 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.fields import JSONObjectField
 from leaderboards.models import AccessType, PerturbationKind, RunStatus, RunTrigger
 from leaderboards.selectors.datasets import dataset_inputs_to_others
 from leaderboards.tables.results import DEFAULT_SORT
-from tasks.serializers import JSONObjectField
 
 # -- datasets ----------------------------------------------------------------------------------
 

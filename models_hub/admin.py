@@ -12,11 +12,11 @@ from django.db.models import Q
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from models_hub import jobs, selectors, services
+from core.errors import ServiceError
+from models_hub import queues, selectors, services
 from models_hub.forms import ModelAdminForm
 from models_hub.models import Model, ModelStatus
-from tasks.admin import OwnerScopedAdmin
-from tasks.errors import ServiceError
+from tasks.admin.base import OwnerScopedAdmin
 from tasks.models import Task
 from tasks.permissions import can_manage_task
 from tasks.templatetags.dynatask import latency
@@ -209,7 +209,7 @@ class ModelAdmin(OwnerScopedAdmin):
         )
         try:
             for model_id in model_ids:
-                jobs.enqueue_health_check(model_id)
+                queues.enqueue_health_check(model_id)
         except RedisError as error:
             self.message_user(request, f"The queue is unreachable: {error}", messages.ERROR)
             return
@@ -234,6 +234,6 @@ class ModelAdmin(OwnerScopedAdmin):
         for model in queryset.select_related("task"):
             if selectors.model_can_edit(model, request.user):
                 services.model_set_status(model, request.user, ModelStatus.UNKNOWN)
-                jobs.enqueue_health_check(model.pk)
+                queues.enqueue_health_check(model.pk)
                 count += 1
         self.message_user(request, f"{count} model(s) re-enabled.", messages.SUCCESS)

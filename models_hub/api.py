@@ -1,7 +1,7 @@
 """REST API of the models hub: register, read, update the card, publish, the loop.
 
 The services check who may act (``tasks.permissions`` underneath) and raise
-``tasks.errors.PermissionDenied``; the API's exception handler renders it. The views only
+``core.errors.PermissionDenied``; the API's exception handler renders it. The views only
 add the visibility checks of the pages (``task_get_visible``, ``model_get_visible``).
 """
 
@@ -12,8 +12,9 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from dynatask_site.api import require, require_signed_in
-from dynatask_site.throttles import HEAVY_WRITES
+from api.permissions import require, require_signed_in
+from api.throttles import HEAVY_WRITES
+from core.errors import NotFound, ServiceError
 from models_hub import selectors, services
 from models_hub.models import Model
 from models_hub.serializers import (
@@ -26,7 +27,6 @@ from models_hub.serializers import (
     RoundLoopSerializer,
 )
 from tasks import selectors as task_selectors
-from tasks.errors import NotFound, ServiceError
 from tasks.permissions import can_manage_task, can_register_model
 
 

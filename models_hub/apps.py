@@ -6,6 +6,8 @@ class ModelsHubConfig(AppConfig):
     name = "models_hub"
 
     def ready(self) -> None:
+        # Imported here, not at the top: models and the modules that import them may load only
+        # once the app registry is ready (Django's AppConfig.ready).
         from models_hub import (
             checks,  # noqa: F401 (importing it registers the system checks)
             receivers,

@@ -31,8 +31,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import TooManyRequests
 from models_hub.models import BudgetCharge, BudgetKind, DailyBudget
-from tasks.errors import TooManyRequests
 from tasks.models import Task
 from tasks.permissions import can_manage_task
 

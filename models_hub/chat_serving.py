@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
-from tasks.bounded_json import JSONTooDeep, json_loads_bounded
+from core.bounded_json import JSONTooDeep, json_loads_bounded
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")

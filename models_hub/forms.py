@@ -6,11 +6,11 @@ from django import forms
 from django.conf import settings
 from django.db import models
 
+from core.errors import ServiceError
+from core.forms import BoundedJSONField
 from models_hub import services
 from models_hub.models import Model, Protocol
 from models_hub.trial import model_trial
-from tasks.errors import ServiceError
-from tasks.forms import BoundedJSONField
 from tasks.models import Round
 
 CARD_AND_ENDPOINT_FIELDS = [*services.CARD_FIELDS, *services.ENDPOINT_FIELDS, "is_anonymous"]

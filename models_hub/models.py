@@ -90,7 +90,7 @@ class Model(models.Model):
         default=False, help_text="Show the owner as 'anonymous' to everyone but the owners."
     )
 
-    # Health, written by services.model_record_health.
+    # Health, written by calls.model_record_health.
     status = models.CharField(
         max_length=16, choices=ModelStatus.choices, default=ModelStatus.UNKNOWN
     )

@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from models_hub import services
+from core.errors import ServiceError
+from models_hub import calls, services
 from models_hub.demo.catalog import SERVED, DemoModel, demo_model
 from models_hub.models import Model
 from tasks.demo_registry import SeedOptions, register_seeder
-from tasks.errors import ServiceError
 from tasks.models import Task
 
 DEMO_OWNER_USERNAME = "admin"
@@ -118,6 +118,6 @@ def seed_models(options: SeedOptions) -> None:
             continue
         # Synchronously, so the site shows a status at once; an unreachable model is recorded
         # as unhealthy, never an error of the seeding.
-        health = services.model_record_health(model.pk)
+        health = calls.model_record_health(model.pk)
         state = "healthy" if health.ok else f"unhealthy ({health.error})"
         options.say(f"model {model.name} at {url}: {state}")

@@ -8,12 +8,12 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.urls import reverse
 
+from core.errors import NotFound
 from models_hub import sealing
 from models_hub.client import EndpointSpec
 from models_hub.errors import ModelConfigurationError, ModelTokenUnreadable
 from models_hub.keyring import site_key_ring
 from models_hub.models import Model, ModelStatus, RoundModel
-from tasks.errors import NotFound
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_view_task
 from tasks.selectors import RoundWarning

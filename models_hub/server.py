@@ -33,8 +33,8 @@ from typing import Any, Protocol
 
 import psutil
 
+from core.bounded_json import JSONTooDeep, json_loads_bounded
 from models_hub import chat_serving
-from tasks.bounded_json import JSONTooDeep, json_loads_bounded
 
 logger = logging.getLogger(__name__)
 

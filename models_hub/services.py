@@ -1,7 +1,9 @@
-"""Writes of the models hub: registration, the card, publishing, the loop, health, predictions.
+"""Writes of the models hub: registration, the card, publishing, the loop, token rotation.
 
-Every refusal is a ``tasks.errors.ServiceError`` with a stable code; permission failures are
-``tasks.errors.PermissionDenied``. The auth token never appears in a message or a log line.
+Calls to a model's endpoint (health probes, live predictions) are ``models_hub.calls``.
+
+Every refusal is a ``core.errors.ServiceError`` with a stable code; permission failures are
+``core.errors.PermissionDenied``. The auth token never appears in a message or a log line.
 """
 
 from __future__ import annotations
@@ -16,28 +18,20 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import TextField, Value
-from django.utils import timezone
 
-from models_hub import client, sealing, selectors
+from core.errors import Conflict, PermissionDenied, ServiceError
+from models_hub import queues, sealing, selectors
 from models_hub.budget import budget_charge
-from models_hub.client import HealthResult, PredictionResult
+from models_hub.calls import announce_rows_changed
 from models_hub.errors import (
     ModelAddressRefused,
-    ModelCallError,
-    ModelConfigurationError,
-    ModelTokenUnreadable,
     ModelUnreachable,
-    scrub,
-    truncate,
 )
 from models_hub.keyring import site_key_ring
 from models_hub.models import BudgetKind, Model, ModelStatus, Protocol, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
-from models_hub.transport import RetryPolicy
 from models_hub.trial import model_trial
-from tasks.config import TaskConfig
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_register_model
 from tasks.selectors import round_current
@@ -59,9 +53,6 @@ FLAG_FIELDS = ("is_anonymous",)
 TOKEN_FIELDS = ("auth_token", "clear_auth_token")
 REGISTER_FIELDS = (*CARD_FIELDS, *ENDPOINT_FIELDS, *FLAG_FIELDS, "auth_token", "is_published")
 UPDATE_FIELDS = (*CARD_FIELDS, *ENDPOINT_FIELDS, *FLAG_FIELDS, *TOKEN_FIELDS)
-
-# Live predictions: a person is waiting, so one quick retry at most.
-LIVE_RETRY = RetryPolicy(max_attempts=2, backoff_seconds=0.1, backoff_max_seconds=0.3)
 
 
 def _reject_unknown(fields: Mapping[str, Any], allowed: Iterable[str]) -> None:
@@ -178,9 +169,7 @@ def model_register(
             f"this task already has a model named {model.name!r}", code="model.name_taken"
         ) from None
     if model.has_endpoint:
-        from models_hub import jobs  # jobs call services: import at use to avoid a cycle
-
-        transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+        transaction.on_commit(lambda: queues.enqueue_health_check(model.pk))
     # Evaluation belongs to leaderboards, which listens; after commit so it sees the row.
     transaction.on_commit(lambda: _announce_registration(model))
     logger.info("model %s registered for task %s by user %s", model.pk, task.code, owner.pk)
@@ -318,9 +307,7 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
         ) from None
     # A new token may cure a failing model (one whose stored token no key decrypted, say).
     if {"status", "auth_token"} & set(changed) and model.has_endpoint:
-        from models_hub import jobs
-
-        transaction.on_commit(lambda: jobs.enqueue_health_check(model.pk))
+        transaction.on_commit(lambda: queues.enqueue_health_check(model.pk))
     return model
 
 
@@ -384,7 +371,7 @@ def model_set_in_loop(round: Round, models: Iterable[Model], user) -> list[Model
         RoundModel.objects.bulk_create(
             [RoundModel(round=round, model=model) for model in models], ignore_conflicts=True
         )
-        _announce_rows_changed(round.task_id)
+        announce_rows_changed(round.task_id)
     return models
 
 
@@ -403,7 +390,7 @@ def model_set_rounds(model: Model, rounds: Iterable[Round], user) -> None:
         RoundModel.objects.bulk_create(
             [RoundModel(round=round, model=model) for round in rounds], ignore_conflicts=True
         )
-        _announce_rows_changed(model.task_id)
+        announce_rows_changed(model.task_id)
 
 
 def loop_carry_over(previous: Round, new_round: Round) -> int:
@@ -418,54 +405,8 @@ def loop_carry_over(previous: Round, new_round: Round) -> int:
     if not links:
         return 0
     RoundModel.objects.bulk_create(links, ignore_conflicts=True)
-    _announce_rows_changed(new_round.task_id)
+    announce_rows_changed(new_round.task_id)
     return len(links)
-
-
-def model_record_health(model_id: int) -> HealthResult:
-    """Probe model ``model_id`` and store status, latency, version and memory.
-
-    Disabled models and models without an endpoint are not probed. Raises ``NotFound`` for a
-    model that no longer exists.
-    """
-    model = Model.objects.filter(pk=model_id).first()
-    if model is None:
-        raise NotFound(f"no model {model_id}")
-    if model.status == ModelStatus.DISABLED:
-        return HealthResult(ok=False, error="the model is disabled", error_code="model.disabled")
-    try:
-        spec = selectors.endpoint_spec(model)
-    except ModelTokenUnreadable as error:
-        # Recorded like a failed probe: the loop stops picking the model and its pages say why.
-        result = HealthResult(ok=False, error=str(error), error_code=error.code)
-        token = None
-    except ModelConfigurationError as error:
-        return HealthResult(ok=False, error=str(error), error_code=error.code)
-    else:
-        result = client.health(spec)
-        token = spec.token
-    values: dict[str, Any] = {
-        "status": ModelStatus.HEALTHY if result.ok else ModelStatus.UNHEALTHY,
-        "last_health_at": timezone.now(),
-        "last_health_latency_ms": result.latency_ms,
-        "last_health_error": truncate(scrub(result.error or "", [token]), 500),
-    }
-    if result.model_version is not None:
-        values["model_version"] = result.model_version
-    if result.memory_gb is not None:
-        values["memory_gb"] = result.memory_gb
-    # A direct update: an admin disabling the model meanwhile wins, and no other field (a card
-    # edit saved while the probe ran) is overwritten with this process's stale copy.
-    Model.objects.filter(pk=model_id).exclude(status=ModelStatus.DISABLED).update(**values)
-    if values["status"] != model.status:
-        _announce_rows_changed(model.task_id)
-    return result
-
-
-def _announce_rows_changed(task_id: int) -> None:
-    transaction.on_commit(
-        lambda: model_rows_changed.send(sender=Model, task_ids=[task_id]), robust=True
-    )
 
 
 @dataclasses.dataclass
@@ -516,32 +457,3 @@ def model_tokens_rotate() -> TokenRotation:
         len(report.unreadable),
     )
     return report
-
-
-def predict_live(
-    model: Model,
-    inputs: list[dict],
-    *,
-    config: TaskConfig | None = None,
-    task_code: str | None = None,
-) -> PredictionResult:
-    """Return ``model``'s checked outputs for ``inputs``.
-
-    The outputs are checked against ``config`` (with ``task_code``, the task's code) when
-    given, else against the task's current config (load ``model`` with
-    ``select_related("task__current_config")`` to avoid queries). Raises a
-    ``models_hub.errors.ModelCallError`` (with a safe message and a code) when the model
-    fails; ``ModelConfigurationError`` when there is no config or the model has no endpoint.
-    """
-    if config is None:
-        config, task_code = model.task.config, model.task.code
-    if config is None:
-        raise ModelConfigurationError("the task has no config")
-    return client.predict(
-        selectors.endpoint_spec(model), config, task_code, inputs, retry=LIVE_RETRY
-    )
-
-
-def prediction_error(error: ModelCallError) -> dict[str, Any]:
-    """Return the JSON-ready ``{"code", "message", "retryable"}`` of a failed model call."""
-    return {"code": error.code, "message": str(error), "retryable": error.retryable}

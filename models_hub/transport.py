@@ -63,6 +63,7 @@ from urllib3.exceptions import (
 )
 from urllib3.util import connection as urllib3_connection
 
+from core.bounded_json import JSONTooDeep, json_check_depth
 from models_hub.errors import (
     ModelAddressRefused,
     ModelBadResponse,
@@ -78,7 +79,6 @@ from models_hub.errors import (
     scrub,
 )
 from models_hub.ssrf import AddressPolicy
-from tasks.bounded_json import JSONTooDeep, json_check_depth
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +116,8 @@ class RetryPolicy:
 
 DEFAULT_RETRY = RetryPolicy()
 NO_RETRY = RetryPolicy(max_attempts=1)
+# Live predictions: a person is waiting, so one quick retry at most.
+LIVE_RETRY = RetryPolicy(max_attempts=2, backoff_seconds=0.1, backoff_max_seconds=0.3)
 
 
 @dataclass(frozen=True)

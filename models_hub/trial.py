@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from core.errors import ServiceError
 from models_hub import client, selectors
 from models_hub.errors import ModelBadResponse, ModelCallError
 from models_hub.models import Model
 from models_hub.transport import RetryPolicy
 from tasks.config.types import FieldSpec, FieldType, TaskConfig
-from tasks.errors import ServiceError
 
 TRIAL_TEXT = "A short sample sentence sent to check that the model's answer fits the task."
 TRIAL_IMAGE = "https://example.org/image.jpg"

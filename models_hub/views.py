@@ -9,11 +9,11 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.generic import FormView, TemplateView
 
+from core.errors import NotFound, ServiceError
 from models_hub import selectors, services
 from models_hub.forms import LoopForm, ModelEditForm, ModelRegisterForm
 from models_hub.models import Model, Protocol
 from tasks import selectors as task_selectors
-from tasks.errors import NotFound, ServiceError
 from tasks.permissions import can_manage_task, can_register_model
 
 

@@ -382,7 +382,7 @@ def command_run(options: argparse.Namespace) -> None:
             child = Child(name, "workers", [str(PYTHON), "manage.py", *worker], restartable=True)
             supervisor.start(child)
             say(f"started {name} (pid {child.process.pid})")
-        if (ROOT / "models_hub" / "management" / "commands" / "run_cron.py").exists():
+        if (ROOT / "core" / "management" / "commands" / "run_cron.py").exists():
             cron = Child("cron", "cron", [str(PYTHON), "manage.py", "run_cron"], restartable=True)
             supervisor.start(cron)
             say(f"started cron (pid {cron.process.pid})")

@@ -17,7 +17,7 @@ from django.contrib.auth import authenticate, login
 from django.core.cache import cache
 from django.db import transaction
 
-from tasks.errors import PermissionDenied, ServiceError
+from core.errors import PermissionDenied, ServiceError
 from tasks.models import SiteSettings
 
 SITE_SETTINGS_CACHE_KEY = "tasks:site-settings:1"

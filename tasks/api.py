@@ -1,7 +1,7 @@
 """REST API of the tasks app: tasks, task settings, rounds and context uploads.
 
 Thin views: they parse with ``tasks.serializers``, check ``tasks.permissions`` through
-``dynatask_site.api.require`` and call ``tasks.selectors`` / ``tasks.services``, the same
+``api.permissions.require`` and call ``tasks.selectors`` / ``tasks.services``, the same
 code the pages and the admin builder use.
 """
 
@@ -18,8 +18,8 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from dynatask_site.api import require
-from dynatask_site.throttles import HEAVY_WRITES
+from api.permissions import require
+from api.throttles import HEAVY_WRITES
 from tasks import selectors, services
 from tasks.config.json_schema import task_config_schema
 from tasks.models import Round, Task, UploadJob

@@ -6,6 +6,8 @@ class TasksConfig(AppConfig):
     name = "tasks"
 
     def ready(self) -> None:
+        # Imported here, not at the top: models and the modules that import them may load only
+        # once the app registry is ready (Django's AppConfig.ready).
         from django.db.models.signals import post_delete, post_save
 
         from tasks.accounts import site_settings_forget

@@ -16,7 +16,7 @@ from pathlib import Path
 from django.conf import settings
 from django.urls import reverse
 
-from tasks.errors import NotFound
+from core.errors import NotFound
 from tasks.markdown import render_documentation
 
 DOCUMENTS: dict[str, str] = {

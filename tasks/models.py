@@ -249,7 +249,7 @@ class UploadJob(models.Model):
     The file waits in the default storage (``stored_name``) until the job has read it;
     ``options`` holds the importer's keyword arguments. The import is all or nothing, as
     inline: ``errors`` lists every bad line of a refused file. Live progress (bytes read)
-    is in Redis while the job runs (``tasks.services.upload_job_run``).
+    is in Redis while the job runs (``tasks.upload_jobs.upload_job_run``).
     """
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="upload_jobs")

@@ -11,10 +11,11 @@ import django_rq
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from redis.exceptions import RedisError
 
-from tasks.errors import NotFound
+from core.errors import NotFound
 from tasks.models import Context, Round, Task, UploadJob, UploadStatus
 from tasks.permissions import can_manage_task, can_view_task
 from tasks.progress import progress_percent
+from tasks.upload_jobs import UPLOAD_PROGRESS_KEY
 
 
 def task_list_visible(user) -> QuerySet[Task]:
@@ -142,8 +143,6 @@ def upload_job_get_visible(pk: int, user) -> UploadJob:
 
 def upload_progress(upload: UploadJob, *, now: float | None = None, connection=None):
     """Return the progress of ``upload`` (bytes read, from Redis while the job runs)."""
-    from tasks.services import UPLOAD_PROGRESS_KEY  # services import this module
-
     total = upload.size
     done = 0
     if upload.status == UploadStatus.DONE:

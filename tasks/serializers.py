@@ -6,20 +6,13 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.fields import JSONObjectField
 from tasks.models import ContextSampling, Round, Task
-
-
-@extend_schema_field({"type": "object", "additionalProperties": {}})
-class JSONObjectField(serializers.JSONField):
-    """A JSON object whose keys the task config names (inputs, contexts, metadata...).
-
-    Read and written as ``JSONField`` does; the schema says it is an object, so that a
-    generated client gets a mapping rather than an untyped value.
-    """
+from tasks.permissions import can_manage_task
 
 
 class UploadLineErrorSerializer(serializers.Serializer):
-    """One bad line of a refused upload (``tasks.uploads.UploadLineError``)."""
+    """One bad line of a refused upload (``core.uploads.UploadLineError``)."""
 
     line = serializers.IntegerField(help_text="1-based line of the file.")
     column = serializers.IntegerField(
@@ -86,8 +79,6 @@ class TaskSerializer(serializers.ModelSerializer):
         owned = self.context.get("owned_task_ids")
         if owned is not None:
             return task.pk in owned
-        from tasks.permissions import can_manage_task
-
         return can_manage_task(self.context["request"].user, task)
 
 

@@ -1,39 +1,33 @@
-"""Writes of the tasks app: tasks, config versions, rounds, contexts, proposals, and the
-jobs that import big uploads.
+"""Writes of the tasks app: tasks, config versions, rounds, contexts and proposals.
 
-Big uploads
-    A file over ``UPLOAD_INLINE_MAX_BYTES`` is not imported in its request: it is stored
-    (the default storage) with an ``UploadJob`` row, and an RQ job imports it
-    (``upload_job_run``, the same all-or-nothing importers), reporting the bytes read to
-    Redis for the progress page. Every upload is refused over ``UPLOAD_MAX_BYTES``
-    (``upload.too_large``, 413) and over ``UPLOAD_MAX_ROWS`` rows (``upload.E030``, the
-    line named). The apps above give their own importer and job function (the datasets'
-    are in ``leaderboards``); the contexts' are here and in ``tasks.jobs``.
+A big contexts upload is queued as an upload job (``tasks.upload_jobs``); its importer is
+``contexts_upload_import`` here and its job ``tasks.jobs.contexts_import_job``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import time
-import uuid
-from collections.abc import Callable, Iterable
-from pathlib import PurePath
-from typing import IO, Any
+from collections.abc import Iterable
+from typing import IO
 
-import django_rq
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
-from redis.exceptions import RedisError
 
+from core.errors import Conflict, InvalidConfig, InvalidUpload, ServiceError
+from core.upload_streams import capped_records
+from core.uploads import (
+    UploadLineError,
+    UploadProblems,
+    detect_format,
+    iter_records,
+    no_records_error,
+    parse_json_cell,
+)
 from tasks.config import TaskConfigError, parse_task_config
 from tasks.config.values import check_context
-from tasks.errors import Conflict, InvalidConfig, InvalidUpload, ServiceError, UploadTooLarge
 from tasks.models import (
     Context,
     ProposalStatus,
@@ -43,22 +37,20 @@ from tasks.models import (
     TaskProposal,
     UploadJob,
     UploadKind,
-    UploadStatus,
 )
 from tasks.signals import round_opened, task_config_changed
-from tasks.upload_streams import ProgressReader, capped_records
-from tasks.uploads import (
-    UploadLineError,
-    UploadProblems,
-    detect_format,
-    iter_records,
-    no_records_error,
-    parse_json_cell,
+from tasks.upload_jobs import (
+    upload_check_size,
+    upload_job_create,
+    upload_max_rows,
+    upload_runs_as_job,
 )
 
 logger = logging.getLogger(__name__)
 
 CONTEXT_BATCH_SIZE = 1000
+# Enqueued by its dotted path: the job module imports this one, never the reverse.
+CONTEXTS_IMPORT_JOB = "tasks.jobs.contexts_import_job"
 
 
 def config_issues_as_dicts(error: TaskConfigError) -> list[dict]:
@@ -455,134 +447,6 @@ def proposal_reject(
     return proposal
 
 
-# -- big uploads ----------------------------------------------------------------------------
-UPLOAD_PROGRESS_KEY = "dynatask:upload:{}"
-UPLOAD_PROGRESS_TTL = 86_400
-
-
-def upload_max_rows() -> int:
-    """Return the most rows an upload may have (``UPLOAD_MAX_ROWS``; 0: no cap)."""
-    return int(getattr(settings, "UPLOAD_MAX_ROWS", 0) or 0)
-
-
-def upload_check_size(size: int) -> None:
-    """Refuse a file over ``UPLOAD_MAX_BYTES`` (``upload.too_large``, 413)."""
-    limit = int(getattr(settings, "UPLOAD_MAX_BYTES", 0) or 0)
-    if limit and size > limit:
-        raise UploadTooLarge(
-            f"the file has {size:,} bytes; an upload may have {limit:,} at most (UPLOAD_MAX_BYTES)",
-            details={"size": size, "max_bytes": limit},
-        )
-
-
-def upload_runs_as_job(size: int) -> bool:
-    """Return True when a file of ``size`` bytes is imported by a job, not in its request
-    (over ``UPLOAD_INLINE_MAX_BYTES``)."""
-    return size > int(getattr(settings, "UPLOAD_INLINE_MAX_BYTES", 0) or 0)
-
-
-def upload_job_create(
-    task: Task,
-    upload,
-    *,
-    kind: str,
-    user=None,
-    options: dict[str, Any],
-    job_function: Callable[[int], Any],
-) -> UploadJob:
-    """Store ``upload`` (an uploaded file) and queue ``job_function(upload job id)`` after
-    the commit; return the ``UploadJob``. ``options`` (JSON) go to the importer."""
-    upload_check_size(upload.size)
-    name = PurePath(upload.name or "upload").name[-100:]
-    stored = default_storage.save(f"uploads/{uuid.uuid4().hex}/{name}", upload)
-    job = UploadJob.objects.create(
-        task=task,
-        kind=kind,
-        user=user if user is not None and user.is_authenticated else None,
-        filename=name,
-        stored_name=stored,
-        size=upload.size,
-        options=options,
-    )
-    from tasks import jobs  # the jobs call services: imported at use
-
-    job_id = job.pk
-    transaction.on_commit(lambda: jobs.enqueue_upload(job_function, job_id))
-    return job
-
-
-def upload_progress_record(upload_id: int, bytes_read: int, connection=None) -> None:
-    """Note in Redis that upload ``upload_id`` has read ``bytes_read`` bytes (best effort)."""
-    key = UPLOAD_PROGRESS_KEY.format(upload_id)
-    with contextlib.suppress(RedisError):
-        connection = connection or django_rq.get_connection("default")
-        connection.hset(key, mapping={"bytes": bytes_read, "at": time.time()})
-        connection.expire(key, UPLOAD_PROGRESS_TTL)
-
-
-def upload_job_run(
-    upload_id: int, importer: Callable[[UploadJob, IO[bytes]], tuple[int, str]]
-) -> dict[str, Any]:
-    """Import stored upload ``upload_id`` with ``importer(upload, stream) -> (rows, url)``.
-
-    Idempotent: an upload that is done or failed is skipped. A ``ServiceError`` of the
-    importer (a bad line, a bad option) fails the upload with its code, message and line
-    errors; anything else fails it as ``upload.job_failed`` and is raised again (RQ keeps
-    it). The stored file is deleted once the import is over.
-    """
-    upload = (
-        UploadJob.objects.select_related("task__current_config", "user")
-        .filter(pk=upload_id)
-        .first()
-    )
-    if upload is None or upload.status in (UploadStatus.DONE, UploadStatus.FAILED):
-        return {"status": "skipped"}
-    UploadJob.objects.filter(pk=upload.pk).update(
-        status=UploadStatus.RUNNING, started_at=timezone.now()
-    )
-    connection = django_rq.get_connection("default")
-    outcome: dict[str, Any]
-    try:
-        with default_storage.open(upload.stored_name, "rb") as handle:
-            stream = ProgressReader(
-                handle, lambda done: upload_progress_record(upload.pk, done, connection)
-            )
-            rows, url = importer(upload, stream)
-    except ServiceError as error:
-        errors = error.details.get("errors", []) if isinstance(error.details, dict) else []
-        _upload_finish(upload, UploadStatus.FAILED, code=error.code, message=error.message)
-        UploadJob.objects.filter(pk=upload.pk).update(errors=errors)
-        outcome = {"status": "failed", "error_code": error.code}
-    except Exception:
-        _upload_finish(
-            upload,
-            UploadStatus.FAILED,
-            code="upload.job_failed",
-            message="the import stopped on an unexpected error; nothing was imported",
-        )
-        raise
-    else:
-        _upload_finish(upload, UploadStatus.DONE, rows=rows, url=url)
-        outcome = {"status": "done", "rows": rows}
-    logger.info("upload %s (%s) of task %s: %s", upload.pk, upload.kind, upload.task_id, outcome)
-    return outcome
-
-
-def _upload_finish(upload: UploadJob, status: str, *, code="", message="", rows=0, url=""):
-    """Record the end of ``upload`` and delete its stored file."""
-    UploadJob.objects.filter(pk=upload.pk).update(
-        status=status,
-        error_code=code[:64],
-        error_message=message[:2000],
-        rows=rows,
-        result_url=url,
-        finished_at=timezone.now(),
-        stored_name="",
-    )
-    with contextlib.suppress(OSError):
-        default_storage.delete(upload.stored_name)
-
-
 def contexts_upload_import(upload: UploadJob, stream: IO[bytes]) -> tuple[int, str]:
     """The contexts' importer of an upload job: ``contexts_import`` with its options."""
     count = contexts_import(upload.task, stream, filename=upload.filename, **upload.options)
@@ -604,15 +468,13 @@ def contexts_upload(
     """
     upload_check_size(upload.size)
     if upload_runs_as_job(upload.size):
-        from tasks import jobs
-
         return upload_job_create(
             task,
             upload,
             kind=UploadKind.CONTEXTS,
             user=user,
             options={"fmt": fmt, "round_number": round_number, "tag": tag},
-            job_function=jobs.contexts_import_job,
+            job_path=CONTEXTS_IMPORT_JOB,
         )
     return contexts_import(
         task, upload, filename=upload.name, fmt=fmt, round_number=round_number, tag=tag

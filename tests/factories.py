@@ -168,8 +168,8 @@ class ValidationFactory(factory.django.DjangoModelFactory):
 def campaign_session(client, worker) -> None:
     """Make ``client``'s session act as the campaign ``worker``, as entering its link does:
     the worker id is bound to a binding token kept in that session."""
-    from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY
-    from annotation.campaign_identities import (
+    from annotation.campaigns.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY
+    from annotation.campaigns.identities import (
         campaign_worker_bind,
         session_bind,
         session_binding_token,

@@ -15,7 +15,7 @@ from annotation.selectors.tasks import bundle_key
 from annotation.stats import buffer
 from leaderboards.services import scheduling
 from tasks import accounts
-from tasks import services as task_services
+from tasks import upload_jobs as task_upload_jobs
 
 INTERNALS = Path(__file__).resolve().parents[1] / "docs" / "internals.md"
 
@@ -54,7 +54,7 @@ def test_every_key_is_named(text):
         buffer.FLUSH_LOCK_KEY,
         accounts.SITE_SETTINGS_CACHE_KEY,
         prefix(accounts.SIGNUP_COUNT_KEY),
-        prefix(task_services.UPLOAD_PROGRESS_KEY),
+        prefix(task_upload_jobs.UPLOAD_PROGRESS_KEY),
         scheduling.KEY_PREFIX + "slots:",
         scheduling.KEY_PREFIX + "waiting:",
         prefix(bundle_key("X")).rsplit(":", 2)[0],

@@ -24,7 +24,7 @@ def test_a_403_is_logged_on_one_line(client, owner, caplog):
 
 
 def test_other_errors_keep_their_traceback():
-    from dynatask_site.log_filters import ForbiddenOnOneLine
+    from core.log_filters import ForbiddenOnOneLine
 
     try:
         raise ValueError("boom")

@@ -12,10 +12,12 @@ from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.utils.html import format_html
 
-from annotation import campaign_identities, campaigns
+from annotation.campaigns import identities as campaign_identities
+from annotation.campaigns import links
+from annotation.campaigns import services as campaigns
 from annotation.models import Campaign, CampaignWorker, RoundStats, WorkerStats
 from annotation.stats.recompute import stats_recompute
-from tasks.admin import OwnerScopedAdmin
+from tasks.admin.base import OwnerScopedAdmin
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_campaigns, is_task_owner
 
@@ -41,7 +43,7 @@ class CampaignAdminForm(forms.ModelForm):
         if task and round_ and round_.task_id != task.pk:
             self.add_error("round", "This round belongs to another task.")
         param = cleaned.get("worker_id_param")
-        if param and not campaigns.PARAM_NAME_PATTERN.match(param):
+        if param and not links.PARAM_NAME_PATTERN.match(param):
             self.add_error("worker_id_param", "Use letters, digits, _ or - (a URL parameter).")
         return cleaned
 
@@ -86,7 +88,7 @@ class CampaignAdmin(OwnerScopedAdmin):
     def link(self, obj):
         if obj.pk is None:
             return "—"
-        return format_html("<code>{}</code>", campaigns.campaign_link_path(obj))
+        return format_html("<code>{}</code>", links.campaign_link_path(obj))
 
     @admin.action(description="Download the bonus CSV (one campaign)")
     def download_csv(self, request, queryset):

@@ -11,6 +11,7 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -41,8 +42,8 @@ from annotation.arena.serializers import (
 )
 from annotation.chat.models import ConversationStatus
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor
-from dynatask_site.api import require
-from tasks.errors import Conflict
+from api.permissions import require
+from core.errors import Conflict
 from tasks.permissions import can_manage_task
 from tasks.selectors import task_get_visible
 
@@ -77,7 +78,14 @@ def _arena_task(request, code: str):
     return task
 
 
-class BattleStartView(APIView):
+class BattleAPIView(APIView):
+    """A battle endpoint: for signed-in users only (401 for anonymous calls, reads included:
+    a battle is its worker's alone, as a conversation is)."""
+
+    permission_classes = [IsAuthenticated]
+
+
+class BattleStartView(BattleAPIView):
     @extend_schema(
         tags=TAGS,
         summary="Start a battle: a conversation with two anonymous, drawn models",
@@ -95,13 +103,13 @@ class BattleStartView(APIView):
         return Response(battle_body(battle), status=status.HTTP_201_CREATED)
 
 
-class BattleDetailView(APIView):
+class BattleDetailView(BattleAPIView):
     @extend_schema(tags=TAGS, summary="Your battle", responses=ArenaBattleSerializer)
     def get(self, request, pk: int):
         return Response(battle_body(battle_for_actor(pk, actor_of(request))))
 
 
-class BattleVoteView(APIView):
+class BattleVoteView(BattleAPIView):
     @extend_schema(
         tags=TAGS,
         summary="Vote on your battle (a, b, tie, both_bad); the models are then shown",

@@ -15,9 +15,10 @@ from django.db import transaction
 
 from annotation.arena.models import ArenaBattle
 from annotation.arena.synthetic import synthetic_battles
+from core.errors import ServiceError
 from models_hub import services as hub_services
+from models_hub.calls import model_record_health
 from models_hub.models import Model, Protocol
-from tasks.errors import ServiceError
 from tasks.models import Task
 
 ARENA_TASK = "arena"
@@ -90,7 +91,7 @@ def seed_arena(say) -> None:
         say("the arena demo needs the chat demo models: none is registered yet")
         return
     for model in models:
-        hub_services.model_record_health(model.pk)
+        model_record_health(model.pk)
     if ArenaBattle.objects.filter(task=task).exists():
         return
     round_ = task.rounds.filter(is_open=True).order_by("-number").first()

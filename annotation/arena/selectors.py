@@ -17,15 +17,15 @@ from django.core.cache import cache
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
-from annotation.actors import Actor
 from annotation.arena import hygiene
 from annotation.arena.board import ArenaBoard, CountedBattle, build_board
 from annotation.arena.models import ArenaBattle, ArenaExclusion, ArenaSnapshot
+from annotation.campaigns.actors import Actor
 from annotation.chat.models import ConversationStatus
 from annotation.chat.selectors import is_owner
+from core.errors import NotFound
 from tasks.config.arena import ArenaConfig
 from tasks.config.chat import ChatConfig
-from tasks.errors import NotFound
 
 CACHE_SECONDS = 24 * 3600
 BOARD_FORMAT = 1

@@ -6,7 +6,7 @@ and model B at position 1, drawn by ``pairing`` over the round's chat models; th
 sent, streamed, retried and cancelled by chat's services and pages. The vote finishes the
 conversation (``chat.services.conversation_finish``: it becomes an Example), which is what
 shows the models' names; a battle whose conversation was finished without a vote was revealed
-without one, and takes no vote. Errors are ``tasks.errors.ServiceError`` with a code.
+without one, and takes no vote. Errors are ``core.errors.ServiceError`` with a code.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.actors import Actor
 from annotation.arena import hygiene, pairing
 from annotation.arena.board_page import board_changed
 from annotation.arena.models import ArenaBattle, ArenaExclusion, ArenaSnapshot, Vote
@@ -26,11 +25,12 @@ from annotation.arena.selectors import (
     pair_battles,
     votes_today,
 )
+from annotation.campaigns.actors import Actor
 from annotation.chat.draws import chat_candidates
 from annotation.chat.models import Conversation, ConversationSeat, ConversationStatus, ReplyStatus
 from annotation.chat.selectors import is_owner, turn_finished, turns_with_replies
 from annotation.chat.services import FinishForm, conversation_finish
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task
 

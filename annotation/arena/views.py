@@ -33,12 +33,18 @@ from annotation.arena.selectors import (
     snapshots,
     votes_today,
 )
+from annotation.campaigns.services import campaign_quota_reached
 from annotation.chat.views import page_state
 from annotation.models import Campaign
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor
-from annotation.views.access import annotation_view, error_page, require_campaign_kind
-from tasks.csv_export import csv_write
-from tasks.errors import NotFound, PermissionDenied, ServiceError
+from annotation.views.access import (
+    annotation_view,
+    campaign_done_url,
+    error_page,
+    require_campaign_kind,
+)
+from core.csv_export import csv_write
+from core.errors import NotFound, PermissionDenied, ServiceError
 from tasks.permissions import can_manage_task
 from tasks.selectors import task_get_visible
 
@@ -59,6 +65,8 @@ def arena_home(request, code: str):
     actor = request.actor
     bundle = bundle_for_actor(code, actor)
     require_campaign_kind(actor, Campaign.Kind.CREATE)
+    if campaign_quota_reached(actor):  # as on chat's start page: no new work past the quota
+        return redirect(campaign_done_url(bundle.task))
     config, chat = arena_config(bundle.task)
     round_ = round_for_actor(bundle, actor)
     if round_ is None:

@@ -50,8 +50,8 @@ from annotation.models import Example
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor
 from annotation.selectors.validation import example_for_validation
 from annotation.stats.summaries import round_by_number
-from dynatask_site.api import require
-from tasks.errors import Conflict, NotFound
+from api.permissions import require
+from core.errors import Conflict, NotFound
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
 

@@ -14,12 +14,12 @@ import random
 
 from django.db.models import Count
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.chat.models import ConversationSeat
+from core.errors import Conflict
 from models_hub.models import Model, Protocol
 from models_hub.selectors import PICKABLE_STATUSES
 from tasks.config.chat import ChatConfig
-from tasks.errors import Conflict
 
 
 def chat_candidates(round_) -> list[Model]:

@@ -38,8 +38,8 @@ from redis.exceptions import RedisError
 from annotation.chat import streams
 from annotation.chat.models import ChatReply, ReplyStatus
 from annotation.chat.selectors import seat_messages, turns_with_replies
+from annotation.live.connection import redis_connection, rq_queue
 from annotation.live.drain import linger_seconds
-from annotation.live.queue import redis_connection, rq_queue
 from models_hub import chat_client
 from models_hub.chat_client import ReplyCancelled
 from models_hub.client import EndpointSpec

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Prefetch, Q
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.chat.models import (
     ChatReply,
     ChatTurn,
@@ -17,8 +17,8 @@ from annotation.chat.models import (
     ConversationStatus,
     ReplyStatus,
 )
+from core.errors import NotFound
 from tasks.config.chat import CHOICE_BEST, ChatConfig
-from tasks.errors import NotFound
 
 # A reply still "streaming" this long after its time limit was lost (its pump died): the
 # page offers a retry.

@@ -2,7 +2,7 @@
 choose among the answers, finish (the conversation becomes an Example).
 
 Every function checks that the actor owns the conversation and that it is in the right state,
-and raises a ``tasks.errors.ServiceError`` with a code otherwise. Replies are streamed by the
+and raises a ``core.errors.ServiceError`` with a code otherwise. Replies are streamed by the
 pump after the commit (``pump.reply_queue``); the judge, when the config has one, runs after
 the finish (``judge.judge_queue``).
 """
@@ -16,9 +16,10 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.chat import pump, streams
 from annotation.chat.draws import seat_models
+from annotation.chat.judge import judge_queue
 from annotation.chat.models import (
     ChatReply,
     ChatTurn,
@@ -40,10 +41,10 @@ from annotation.models import Example, ExampleStatus, VerdictSource
 from annotation.services.guards import issues_or_raise
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add_on_commit
+from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.config.chat import CHOICE_BEST, ChatConfig
 from tasks.config.types import FieldType
 from tasks.config.values import check_metadata
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 
 MAX_FREE_TEXT = 5000
@@ -311,8 +312,6 @@ def conversation_finish(conversation: Conversation, actor: Actor, form: FinishFo
         locked.save()
         counters_add_on_commit(counters.example_created(example))
         if chat.asks_judge:
-            from annotation.chat.judge import judge_queue
-
             transaction.on_commit(lambda: judge_queue(locked.pk))
     return example
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from annotation.live.queue import redis_connection
+from annotation.live.connection import redis_connection
 
 TEXT = "text"
 DONE = "done"

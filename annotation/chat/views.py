@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.actors import campaign_quota_reached
+from annotation.campaigns.services import campaign_quota_reached
 from annotation.chat import services, streams
 from annotation.chat.export import conversation_lines, preference_lines
 from annotation.chat.models import ChatReply, ConversationStatus, ReplyStatus
@@ -46,7 +46,7 @@ from annotation.views.access import (
     error_page,
     require_campaign_kind,
 )
-from tasks.errors import PermissionDenied, ServiceError
+from core.errors import PermissionDenied, ServiceError
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
 

@@ -34,6 +34,7 @@ from typing import Any
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from annotation.live.connection import live_queue, redis_connection
 from annotation.live.queue import (
     DRAIN_BUDGET_SECONDS,
     DRAIN_QUEUED_KEY,
@@ -44,18 +45,16 @@ from annotation.live.queue import (
     ensure_drain,
     job_timeout,
     live_job_id,
-    live_queue,
-    redis_connection,
 )
 from annotation.models import Example, ExampleStatus
 from annotation.services import answers
+from models_hub.calls import predict_live
 from models_hub.errors import (
     ModelAddressRefused,
     ModelCallError,
     ModelConfigurationError,
     ModelUnreachable,
 )
-from models_hub.services import predict_live
 
 logger = logging.getLogger(__name__)
 

@@ -17,24 +17,20 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
 from typing import Any
 
-import django_rq
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
-from django_rq.queues import get_redis_connection
 from redis.exceptions import RedisError
-from rq import get_current_job
 from rq.results import Result
 
+from annotation.live.connection import live_queue, redis_connection
 from annotation.stats.buffer import counters_apply, counters_queue
 from annotation.stats.counters import CounterDeltas
 
 logger = logging.getLogger(__name__)
 
-LIVE_QUEUE = "live"
 RESULT_TTL_SECONDS = 600
 FAILURE_TTL_SECONDS = 24 * 3600
 # A model call makes at most two attempts; a job's bound allows both plus this margin.
@@ -85,51 +81,6 @@ def drain_timeout(timeout: int) -> int:
     return int(DRAIN_BUDGET_SECONDS + calls * max(timeout, job_timeout(None)))
 
 
-# One queue per name, process and settings: ``django_rq.get_queue`` builds a new Redis client
-# with a pool of its own on every call; a kept one reuses its connections.
-_queues: dict[str, Any] = {}
-_queues_lock = threading.Lock()
-
-
-def _web_queue(name: str = LIVE_QUEUE):
-    """Queue ``name`` on a client that gives up at once (``WEB_REDIS_CLIENT_KWARGS``): a web
-    request never waits out a Redis outage."""
-    config = settings.RQ_QUEUES[name]
-    key = repr((name, sorted(config.items())))
-    queue = _queues.get(key)
-    if queue is None:
-        with _queues_lock:
-            if key not in _queues:
-                kwargs = {
-                    **config.get("REDIS_CLIENT_KWARGS", {}),
-                    **getattr(settings, "WEB_REDIS_CLIENT_KWARGS", {}),
-                }
-                connection = get_redis_connection({**config, "REDIS_CLIENT_KWARGS": kwargs})
-                _queues[key] = django_rq.get_queue(name, connection=connection)
-            queue = _queues[key]
-    return queue
-
-
-def rq_queue(name: str):
-    """RQ queue ``name``: in an RQ job on the worker's own client (which rides out a Redis
-    restart), elsewhere on the web's (``_web_queue``)."""
-    job = get_current_job()
-    if job is not None:
-        return django_rq.get_queue(name, connection=job.connection)
-    return _web_queue(name)
-
-
-def live_queue():
-    """The live queue (``rq_queue``)."""
-    return rq_queue(LIVE_QUEUE)
-
-
-def redis_connection():
-    """The Redis client of the live loop and of the counters' buffer (``live_queue``)."""
-    job = get_current_job()
-    return job.connection if job is not None else _web_queue().connection
-
-
 def example_queue(
     example_id: int, attempt: int, timeout: int, deltas: CounterDeltas | None = None
 ) -> bool:
@@ -157,13 +108,15 @@ def example_queue(
     return True
 
 
-def _enqueue_drain(timeout: int) -> None:
-    from annotation.live.drain import live_drain_job
+# Enqueued by its dotted path: the drain imports this module, never the reverse.
+DRAIN_JOB = "annotation.live.drain.live_drain_job"
 
+
+def _enqueue_drain(timeout: int) -> None:
     queue = live_queue()
     with queue.connection.pipeline() as pipe:
         queue.enqueue(
-            live_drain_job,
+            DRAIN_JOB,
             job_id=f"{DRAIN_JOB_PREFIX}{uuid.uuid4().hex}",
             job_timeout=drain_timeout(timeout),
             result_ttl=settings.ANNOTATION_LIVE_RESULT_TTL,

@@ -14,18 +14,18 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from rq.results import Result
 
+from annotation.live.connection import live_queue
 from annotation.live.queue import (
     FAILURE_TTL_SECONDS,
     QUEUE_UNAVAILABLE,
     RESULT_TTL_SECONDS,
     job_timeout,
-    live_queue,
     wait_for_job,
 )
+from core.errors import NotFound
+from models_hub.calls import predict_live
 from models_hub.errors import ModelCallError
 from models_hub.models import Model
-from models_hub.services import predict_live
-from tasks.errors import NotFound
 
 logger = logging.getLogger(__name__)
 

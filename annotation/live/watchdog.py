@@ -22,8 +22,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from annotation.live.connection import redis_connection
 from annotation.live.drain import DRAINS_KEY, GIVE_BACK, claimed_key, lease_key
-from annotation.live.queue import PENDING_KEY, ensure_drain, pending_item, redis_connection
+from annotation.live.queue import PENDING_KEY, ensure_drain, pending_item
 from annotation.models import Example, ExampleStatus
 
 logger = logging.getLogger(__name__)

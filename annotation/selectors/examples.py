@@ -6,10 +6,10 @@ from urllib.parse import urlencode
 
 from django.db.models import Q
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import Example, ExampleStatus, ValidationState
 from annotation.services.answers import MODEL_ANSWER_FIELDS
-from tasks.errors import NotFound
+from core.errors import NotFound
 from tasks.models import Task
 from tasks.permissions import can_review_examples
 

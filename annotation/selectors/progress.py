@@ -17,7 +17,7 @@ from datetime import datetime, time
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import Campaign, Example, Validation
 from tasks.models import Task
 

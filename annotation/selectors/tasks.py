@@ -20,13 +20,13 @@ from dataclasses import dataclass, field, replace
 
 from django.core.cache import cache
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.sampling import sample_context
 from annotation.selectors.contexts import context_id_or_none, context_key, contexts_remember
+from core.errors import NotFound, PermissionDenied
 from models_hub.models import Model
 from models_hub.selectors import is_pickable, loop_members
 from tasks.config import TaskConfig
-from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Context, Round, Task, TaskConfigVersion
 from tasks.permissions import can_contribute, can_review_examples, can_view_task
 from tasks.selectors import task_get_visible

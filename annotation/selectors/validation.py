@@ -7,7 +7,7 @@ import random
 
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import VALIDATABLE_STATUSES, Example, Validation, ValidationState
 from tasks.models import Task
 

@@ -16,7 +16,7 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.live import queue as live
 from annotation.models import Example, ExampleStatus, VerdictSource
 from annotation.services.answers import example_record_model_failure, normalise_input
@@ -29,10 +29,10 @@ from annotation.services.guards import (
 )
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add, counters_add_on_commit
+from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from models_hub.models import Model
 from models_hub.selectors import model_pick_for_round
 from tasks.config.values import check_metadata, check_worker_input
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Context, Round, Task
 
 MAX_FLAG_REASON = 500

@@ -8,9 +8,9 @@ import logging
 
 from django.db import OperationalError, transaction
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import Example, ValidationState
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import (
     VALIDATABLE_STATUSES,
     Example,
@@ -31,8 +31,8 @@ from annotation.services.guards import (
 )
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add_on_commit
+from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.config.values import check_metadata
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.models import Task
 from tasks.permissions import is_task_owner
 

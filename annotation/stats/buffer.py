@@ -32,6 +32,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from redis.exceptions import RedisError
 
+from annotation.live.connection import redis_connection
 from annotation.models import CampaignWorker, RoundStats, WorkerStats
 from annotation.stats.counters import CounterDeltas, CounterRow
 from tasks.models import Context, Round
@@ -72,8 +73,6 @@ return 0
 
 
 def _connection():
-    from annotation.live.queue import redis_connection  # the live queue's client
-
     return redis_connection()
 
 

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 from django.db.models import F, Q, Sum
 
-from annotation.models import RoundStats, Validation, WorkerStats
+from annotation.agreement import category_counts, fleiss_kappa, krippendorff_alpha
+from annotation.models import RoundStats, Validation, ValidationLabel, WorkerStats
 from annotation.stats.counters import ROUND_FIELDS, WORKER_FIELDS
+from core.errors import NotFound, ServiceError
 from tasks.models import Round, Task
 
 
@@ -178,9 +180,6 @@ def round_agreement(round: Round) -> Agreement:
     Owner verdicts are not ratings by independent annotators and are left out, as are
     retracted examples. One streamed query, grouped in Python by example.
     """
-    from annotation.agreement import category_counts, fleiss_kappa, krippendorff_alpha
-    from annotation.models import ValidationLabel
-
     labels = (
         Validation.objects.filter(
             example__round=round, example__retracted=False, is_owner_verdict=False
@@ -227,8 +226,6 @@ def round_by_number(task: Task, value) -> Round | None:
 
     Raises ServiceError (400) for a value that is not a number, NotFound for an unknown round.
     """
-    from tasks.errors import NotFound, ServiceError
-
     if value is None or str(value).strip() == "":
         return None
     text = str(value).strip()

@@ -9,9 +9,9 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
-from annotation.actors import actor_from_request, campaign_session_unbound
+from annotation.campaigns.actors import actor_from_request, campaign_session_unbound
 from annotation.models import Campaign
-from tasks.errors import PermissionDenied, ServiceError
+from core.errors import PermissionDenied, ServiceError
 
 
 def sync_wait_seconds() -> float:

@@ -13,11 +13,11 @@ from django.urls import NoReverseMatch, reverse
 from django.views import View
 from django.views.generic import TemplateView
 
-from annotation import campaign_identities as identities
-from annotation import campaigns
-from annotation.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, actor_from_request
+from annotation.campaigns import identities, links
+from annotation.campaigns import services as campaigns
+from annotation.campaigns.actors import SESSION_CAMPAIGN_KEY, SESSION_WORKER_KEY, actor_from_request
 from annotation.models import Campaign
-from tasks.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 from tasks.permissions import can_manage_campaigns
 from tasks.selectors import task_get_visible
 
@@ -76,7 +76,7 @@ class CampaignListView(TemplateView):
         context = super().get_context_data(**kwargs)
         rows = []
         for campaign in campaigns.campaign_list(self.task):
-            link = self.request.build_absolute_uri(campaigns.campaign_link_path(campaign))
+            link = self.request.build_absolute_uri(links.campaign_link_path(campaign))
             rows.append({"campaign": campaign, "link": link})
         context.update(task=self.task, rows=rows, form=kwargs.get("form") or self._form())
         return context
@@ -166,7 +166,7 @@ def _detail_page(request, campaign: Campaign, links_form=None, status=200):
         "search": search,
         "workers": identities.campaign_bound_workers(campaign, search),
         "shown_limit": identities.BOUND_WORKERS_SHOWN,
-        "link": request.build_absolute_uri(campaigns.campaign_link_path(campaign)),
+        "link": request.build_absolute_uri(links.campaign_link_path(campaign)),
         "links_form": links_form or WorkerIdsForm(),
     }
     return render(request, "annotation/campaign_detail.html", context, status=status)
@@ -245,13 +245,13 @@ def _work_url(campaign: Campaign) -> str:
 class CampaignEnterView(View):
     """``/c/<signed>/?<param>=<worker id>``: identify a crowd worker, then send them to work.
 
-    The worker id is bound to this browser's session (``annotation.campaign_identities``).
+    The worker id is bound to this browser's session (``annotation.campaigns.identities``).
     """
 
     def get(self, request, signed):
         token = identities.session_binding_token(request.session)
         try:
-            campaign = campaigns.campaign_from_signed_token(signed)
+            campaign = links.campaign_from_signed_token(signed)
             worker = campaigns.campaign_worker_enter(
                 campaign,
                 request.GET.get(campaign.worker_id_param),

@@ -8,8 +8,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation.actors import campaign_quota_reached, campaign_record_time
-from annotation.forms import CreateForm, output_items, time_spent_ms
+from annotation.campaigns.services import campaign_quota_reached, campaign_record_time
+from annotation.display import output_items
+from annotation.forms import CreateForm, time_spent_ms
 from annotation.live import sandbox as sandbox_questions
 from annotation.live.queue import live_job_id, wait_for_live_answer
 from annotation.models import Campaign, ExampleStatus

@@ -10,7 +10,8 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.forms import MetadataForm, context_items
+from annotation.display import context_items
+from annotation.forms import MetadataForm
 from annotation.live.queue import ensure_drain, job_timeout, live_job_id, wait_for_job
 from annotation.models import ExampleStatus
 from annotation.selectors.examples import example_get_for_actor
@@ -24,7 +25,7 @@ from annotation.views.access import (
     slow_model_seconds,
     sync_wait_seconds,
 )
-from tasks.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 
 
 def _task_and_example(request, code: str, pk: int):

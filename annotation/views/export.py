@@ -8,7 +8,7 @@ from django.views import View
 
 from annotation.export import batched_lines, example_export_lines
 from annotation.stats.summaries import round_by_number
-from tasks.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 from tasks.permissions import can_export_examples
 from tasks.selectors import task_get_visible
 

@@ -10,18 +10,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.blank_forms import blank_create_html, blank_metadata_html, blank_validate_html
 from annotation.chat.selectors import example_transcript
-from annotation.forms import (
-    CreateForm,
-    MetadataForm,
-    blank_create_html,
-    blank_metadata_html,
-    blank_validate_html,
-    context_items,
-    goal_text,
-    input_items,
-    output_items,
-)
+from annotation.display import context_items, goal_text, input_items, output_items
+from annotation.forms import CreateForm, MetadataForm
 from annotation.models import ExampleStatus, ValidationState
 from annotation.selectors.progress import validator_progress, worker_progress
 from annotation.selectors.tasks import round_loop_state

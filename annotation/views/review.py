@@ -7,20 +7,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.forms import (
-    OwnerVerdictForm,
-    ReviewFilterForm,
-    context_items,
-    input_items,
-    output_items,
-)
+from annotation.display import context_items, input_items, output_items
+from annotation.forms import OwnerVerdictForm, ReviewFilterForm
 from annotation.models import Example
 from annotation.selectors.examples import review_queue
 from annotation.selectors.tasks import task_for_reviewer
 from annotation.services.guards import InvalidInput
 from annotation.services.validations import owner_review_submit
 from annotation.views.access import annotation_view
-from tasks.errors import NotFound, PermissionDenied
+from core.errors import NotFound, PermissionDenied
 
 
 def _reviewer(request):

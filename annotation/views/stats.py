@@ -8,7 +8,7 @@ from django.http import Http404, HttpResponseBadRequest
 from django.views.generic import TemplateView
 
 from annotation.stats import summaries as stats
-from tasks.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 from tasks.permissions import can_export_examples, can_manage_campaigns, can_see_worker_stats
 from tasks.selectors import task_get_visible
 

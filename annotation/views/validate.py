@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
-from annotation.actors import campaign_quota_reached, campaign_record_time
+from annotation.campaigns.services import campaign_quota_reached, campaign_record_time
 from annotation.forms import ValidateForm, time_spent_ms
 from annotation.models import Campaign
 from annotation.selectors.tasks import bundle_for_actor
@@ -20,7 +20,7 @@ from annotation.views.access import (
     int_or_none,
     require_campaign_kind,
 )
-from tasks.errors import NotFound, ServiceError
+from core.errors import NotFound, ServiceError
 from tasks.models import TaskConfigVersion
 
 

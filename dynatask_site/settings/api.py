@@ -1,29 +1,26 @@
-"""REST API settings, layered on top of ``base`` (imported at the end of it).
+"""REST API settings, merged into ``base``'s at the end of it (this module imports nothing of it).
 
 Token authentication comes first so that an anonymous API call gets a 401 with a
 ``WWW-Authenticate: Token`` header; the session keeps working for the pages' own htmx calls.
-The stored token is a hash (``dynatask_site.api_auth.HashedTokenAuthentication``), so DRF's stock
+The stored token is a hash (``api.auth.HashedTokenAuthentication``), so DRF's stock
 ``TokenAuthentication``, which compares the raw key, is not used.
 """
 
 import os
 
-from dynatask_site.settings.base import REST_FRAMEWORK, SPECTACULAR_SETTINGS, TRUSTED_PROXY_COUNT
-
-REST_FRAMEWORK = {
-    **REST_FRAMEWORK,
+API_REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "dynatask_site.api_auth.HashedTokenAuthentication",
+        "api.auth.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON by default, nested at most MAX_JSON_DEPTH (64) levels (deeper: 400 json_too_deep);
     # upload endpoints opt into multipart themselves.
-    "DEFAULT_PARSER_CLASSES": ["dynatask_site.parsers.BoundedJSONParser"],
-    "EXCEPTION_HANDLER": "dynatask_site.api.exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     # Every POST, PUT, PATCH and DELETE counts against a per-user rate (reads never do);
-    # over it: 429 with Retry-After (dynatask_site.throttles).
-    "DEFAULT_THROTTLE_CLASSES": ["dynatask_site.throttles.WriteRateThrottle"],
+    # over it: 429 with Retry-After (api.throttles).
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttles.WriteRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         # Example creation calls a live model: keep scripts from flooding it.
         "examples": os.environ.get("API_THROTTLE_EXAMPLES", "60/min"),
@@ -34,24 +31,20 @@ REST_FRAMEWORK = {
         "heavy_writes": os.environ.get("API_THROTTLE_HEAVY_WRITES", "30/min"),
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-    # Throttles key anonymous calls by the address the trusted proxies saw, as sign-ins do
-    # (dynatask_site.signin): never by an X-Forwarded-For a client wrote itself.
-    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
 }
 
-# The largest JSON request body the API reads (dynatask_site.parsers): over it, 413
+# The largest JSON request body the API reads (api.parsers): over it, 413
 # body_too_large. 2 MiB holds the largest config (200,000 characters, escaped as \uXXXX)
 # with room; files go by multipart uploads, which UPLOAD_MAX_BYTES bounds instead.
 API_MAX_JSON_BODY_BYTES = int(os.environ.get("API_MAX_JSON_BODY_BYTES", str(2 * 1024 * 1024)))
 
-SPECTACULAR_SETTINGS = {
-    **SPECTACULAR_SETTINGS,
+API_SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
     # The shared error responses first: the enum hook works on the built components.
     "POSTPROCESSING_HOOKS": [
-        "dynatask_site.api.error_responses_hook",
+        "api.schema.error_responses_hook",
         "drf_spectacular.hooks.postprocess_schema_enums",
     ],
     "ENUM_NAME_OVERRIDES": {

@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_rq",
     "axes",
+    # Shared plumbing with no models (the run_cron command); see core/__init__.py.
+    "core",
     "tasks",
     "models_hub",
     "annotation",
@@ -271,8 +273,8 @@ AXES_LOCKOUT_PARAMETERS = [["ip_address"], ["username"]]
 # A success must not wipe the failures: it would clear its address's count too, so an attacker
 # with one account of their own could sign in now and then and keep spraying.
 AXES_RESET_ON_SUCCESS = False
-AXES_LOCKOUT_CALLABLE = "dynatask_site.signin.lockout_response"
-AXES_CLIENT_IP_CALLABLE = "dynatask_site.signin.client_ip_address"
+AXES_LOCKOUT_CALLABLE = "core.signin.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "core.signin.client_ip_address"
 # Reverse proxies in front of the app server that append to X-Forwarded-For (0: none, and the
 # header is ignored). Set it to exactly the number of proxies (docs/security.md).
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
@@ -334,7 +336,7 @@ EVAL_RECOVER_SECONDS = int(os.environ.get("EVAL_RECOVER_SECONDS", "10"))
 
 # The periodic jobs that ``manage.py run_cron`` registers with RQ's cron scheduler:
 # (dotted path of the job function, queue, interval in seconds). Run ``run_cron`` on every
-# worker host: each job is enqueued once per period across all of them (models_hub.periodic).
+# worker host: each job is enqueued once per period across all of them (core.periodic).
 PERIODIC_JOBS = [
     ("models_hub.jobs.health_check_all_job", "health", MODELS_HUB_HEALTH_INTERVAL),
     ("annotation.stats.buffer.counters_flush_job", "live", ANNOTATION_COUNTER_FLUSH_SECONDS),
@@ -371,7 +373,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     # A 403 is an expected refusal: one line, never a traceback.
-    "filters": {"forbidden_on_one_line": {"()": "dynatask_site.log_filters.ForbiddenOnOneLine"}},
+    "filters": {"forbidden_on_one_line": {"()": "core.log_filters.ForbiddenOnOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
@@ -380,4 +382,19 @@ LOGGING = {
         "django.request": {"filters": ["forbidden_on_one_line"]},
     },
 }
-from dynatask_site.settings.api import *  # noqa: E402,F403
+
+# --- The REST API (settings/api.py) ----------------------------------------------------------
+from dynatask_site.settings.api import (  # noqa: E402
+    API_MAX_JSON_BODY_BYTES,  # noqa: F401 (a setting)
+    API_REST_FRAMEWORK,
+    API_SPECTACULAR_SETTINGS,
+)
+
+REST_FRAMEWORK = {
+    **REST_FRAMEWORK,
+    **API_REST_FRAMEWORK,
+    # Throttles key anonymous calls by the address the trusted proxies saw, as sign-ins do
+    # (core.signin): never by an X-Forwarded-For a client wrote itself.
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
+}
+SPECTACULAR_SETTINGS = {**SPECTACULAR_SETTINGS, **API_SPECTACULAR_SETTINGS}

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
 
+from core.errors import NotFound
 from leaderboards.cubes import cube_board
 from leaderboards.models import AccessType, Dataset, LeaderboardFork, LeaderboardSnapshot
 from leaderboards.selectors.cubes import leaderboard_data_version, score_cube, score_resamples
@@ -36,7 +37,6 @@ from leaderboards.tables.results import (
     LeaderboardTable,
     LeaderboardWeights,
 )
-from tasks.errors import NotFound
 from tasks.models import Task
 from tasks.permissions import (
     can_manage_task,

@@ -24,8 +24,8 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import Q
 
+from core.errors import NotFound
 from leaderboards.models import AccessType, Dataset, DatasetExample
-from tasks.errors import NotFound
 from tasks.models import Task
 from tasks.permissions import can_manage_task, can_view_task
 

@@ -22,10 +22,10 @@ from datetime import datetime
 from django.db.models import Q
 from django.utils import timezone
 
+from core.errors import NotFound
 from leaderboards.models import AccessType, EvaluationRun, RunStatus, Score
 from leaderboards.selectors.datasets import dataset_is_sealed
 from models_hub.selectors import model_can_edit
-from tasks.errors import NotFound
 from tasks.permissions import can_manage_task, can_view_task
 from tasks.progress import progress_percent
 

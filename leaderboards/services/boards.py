@@ -6,11 +6,11 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
+from core.errors import PermissionDenied, ServiceError
 from leaderboards.models import BoardCube, LeaderboardFork, LeaderboardSnapshot
 from leaderboards.selectors.boards import leaderboard_datasets, leaderboard_table
 from leaderboards.tables.query import MAX_PAGE_SIZE, default_weights, merge_weights
 from leaderboards.tables.results import DEFAULT_SORT, LeaderboardWeights
-from tasks.errors import PermissionDenied, ServiceError
 from tasks.models import Task
 from tasks.permissions import can_save_leaderboard_fork, can_take_leaderboard_snapshot
 

@@ -1,10 +1,10 @@
 """Writes of datasets: uploads, and perturbed copies uploaded or generated.
 
 Datasets
-    ``dataset_import`` streams a JSON Lines or CSV file (``tasks.uploads``), checks every line
+    ``dataset_import`` streams a JSON Lines or CSV file (``core.uploads``), checks every line
     against the task config (``tasks.config.values.check_dataset_row``) and writes rows with
     ``bulk_create`` in batches inside one transaction (at most ``UPLOAD_MAX_ROWS`` rows; a
-    big file is imported by a job: ``leaderboards.services.uploads.dataset_upload``). The
+    big file is imported by a job: ``leaderboards.services.dataset_uploads.dataset_upload``). The
     first bad line stops the writing,
     not the checking; up to 100 problems are collected, each naming its line, and the
     transaction is rolled back (``InvalidUpload``). Re-uploading a slug replaces its rows and
@@ -35,6 +35,15 @@ from typing import IO
 from django.db import transaction
 from django.utils.text import slugify
 
+from core.errors import NotFound, PermissionDenied, ServiceError
+from core.upload_streams import capped_records
+from core.uploads import (
+    UploadLineError,
+    UploadProblems,
+    detect_format,
+    iter_records,
+    no_records_error,
+)
 from leaderboards import perturb
 from leaderboards.models import AccessType, Dataset, DatasetExample, PerturbationKind, RunTrigger
 from leaderboards.services.runs import evaluation_runs_for_dataset
@@ -46,18 +55,9 @@ from leaderboards.services.uploads import (
 )
 from tasks.config.types import FieldType, TaskConfig
 from tasks.config.values import check_dataset_row
-from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task
-from tasks.services import upload_max_rows
-from tasks.upload_streams import capped_records
-from tasks.uploads import (
-    UploadLineError,
-    UploadProblems,
-    detect_format,
-    iter_records,
-    no_records_error,
-)
+from tasks.upload_jobs import upload_max_rows
 
 logger = logging.getLogger(__name__)
 

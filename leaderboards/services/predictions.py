@@ -8,6 +8,14 @@ from typing import IO
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import InvalidUpload, PermissionDenied, ServiceError
+from core.uploads import (
+    UploadLineError,
+    UploadProblems,
+    detect_format,
+    iter_records,
+    no_records_error,
+)
 from leaderboards.models import Dataset, EvaluationRun, Prediction, RunStatus, RunTrigger
 from leaderboards.services.runs import run_budget_charge
 from leaderboards.services.scores import run_finalize
@@ -21,14 +29,6 @@ from models_hub.models import Model
 from models_hub.selectors import model_can_edit
 from tasks.config.types import TaskConfig
 from tasks.config.values import check_prediction_row
-from tasks.errors import InvalidUpload, PermissionDenied, ServiceError
-from tasks.uploads import (
-    UploadLineError,
-    UploadProblems,
-    detect_format,
-    iter_records,
-    no_records_error,
-)
 
 PREDICTION_BATCH_SIZE = 2000
 # How many of the uids a file misses its refusal names.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from leaderboards import jobs
+from core.errors import PermissionDenied, ServiceError
 from leaderboards.models import (
     AccessType,
     Dataset,
@@ -33,10 +33,10 @@ from leaderboards.selectors.datasets import (
     dataset_inputs_go_to,
     task_owner_ids,
 )
+from leaderboards.services.scheduling import enqueue_run
 from models_hub.budget import budget_charge
 from models_hub.models import BudgetKind, Model, ModelStatus
 from models_hub.selectors import model_can_edit
-from tasks.errors import PermissionDenied, ServiceError
 
 # A shard job ends by draining its requests and the next one starts from none in flight;
 # at 2,000 examples (half a second against a local model) that drain and the job's fixed
@@ -60,7 +60,7 @@ def run_budget_charge(user, dataset: Dataset) -> None:
 
 def _enqueue_after_commit(run: EvaluationRun) -> None:
     run_id = run.pk
-    transaction.on_commit(lambda: jobs.enqueue_run(run_id))
+    transaction.on_commit(lambda: enqueue_run(run_id))
 
 
 def _create_one_run(

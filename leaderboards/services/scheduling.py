@@ -42,14 +42,16 @@ from typing import Any
 
 import django_rq
 from django.conf import settings
+from redis.exceptions import RedisError
 
-from leaderboards.models import EvaluationShard, RunStatus
+from leaderboards.models import EvaluationRun, EvaluationShard, RunStatus
 from leaderboards.selectors.datasets import (
     INPUTS_PRIVATE,
     INPUTS_PRIVATE_MESSAGE,
     dataset_inputs_go_to,
     task_owner_ids,
 )
+from leaderboards.services.eval_queue import enqueue_finalize, enqueue_shard, job_alive
 from leaderboards.services.shards import shard_execute, shard_fail
 
 logger = logging.getLogger(__name__)
@@ -176,8 +178,6 @@ def _text(value: Any) -> str:
 
 def _drop_dead_holders(model_id: int, connection) -> int:
     """Drop the holds of ``model_id`` whose job is not alive; return how many."""
-    from leaderboards.jobs import job_alive  # the jobs run this module: imported at use
-
     key = _keys(model_id)[0]
     dead = [
         member
@@ -199,8 +199,6 @@ def shard_is_waiting(model_id: int, shard_id: int, connection=None) -> bool:
 def shards_enqueue(model_id: int, handed: Iterable[tuple[int, str]]) -> int:
     """Enqueue the shards of ``model_id`` that got a slot, each with its reserved job id;
     return how many (a shard deleted meanwhile hands its slot on)."""
-    from leaderboards.jobs import enqueue_shard  # the jobs run this module: imported at use
-
     count = 0
     pending = list(handed)
     while pending:
@@ -273,3 +271,31 @@ def shard_run(shard_id: int, job_id: str) -> dict[str, Any]:
         handed = model_slot_release(model_id, job_id, wait_again=shard.pk if paused else None)
         shards_enqueue(model_id, handed)
     return outcome
+
+
+def enqueue_run(run_id: int) -> int:
+    """Submit every shard of ``run_id`` that is not done (finalize when there are none).
+
+    The shards wait for their model's slots (``shards_submit``): returns how many
+    shard jobs were enqueued now. Used after a run is created or retried, and by
+    ``run_evaluations --resume``.
+    """
+    run = EvaluationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return 0
+    shards = list(run.shards.exclude(status=RunStatus.DONE).order_by("index"))
+    if not shards:
+        if run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
+            EvaluationRun.objects.filter(pk=run_id, status=run.status).update(
+                status=RunStatus.FINALIZING
+            )
+            run.status = RunStatus.FINALIZING
+        if run.status == RunStatus.FINALIZING:
+            enqueue_finalize(run_id)
+        return 0
+    try:
+        return shards_submit(run.model_id, [shard.pk for shard in shards])
+    except RedisError as error:
+        # ``shards_recover`` enqueues them once Redis is back.
+        logger.warning("cannot submit the shards of run %s: %s", run_id, error)
+        return 0

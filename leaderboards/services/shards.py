@@ -52,6 +52,7 @@ from leaderboards.models import (
     RunStatus,
 )
 from leaderboards.services import client
+from leaderboards.services.eval_queue import enqueue_finalize
 from leaderboards.sql import predictions_insert
 from models_hub.errors import ModelCallError
 from models_hub.selectors import endpoint_spec
@@ -413,8 +414,6 @@ def shard_complete(shard_id: int) -> bool:
     The run row is locked first, so two shards finishing at once see each other's status
     and exactly one of them moves the run to ``finalizing``.
     """
-    from leaderboards import jobs  # the jobs run this module: imported at use
-
     with transaction.atomic():
         shard = EvaluationShard.objects.select_related("run").get(pk=shard_id)
         run_id = shard.run_id
@@ -437,5 +436,5 @@ def shard_complete(shard_id: int) -> bool:
             pk=run_id, status__in=(RunStatus.RUNNING, RunStatus.QUEUED)
         ).update(status=RunStatus.FINALIZING)
         if claimed:
-            transaction.on_commit(lambda: jobs.enqueue_finalize(run_id))
+            transaction.on_commit(lambda: enqueue_finalize(run_id))
         return bool(claimed)

@@ -1,25 +1,18 @@
-"""Uploaded files (datasets and predictions): CSV cells, the problems of a line, and the
-dataset uploads too big for their request.
+"""Uploaded files (datasets and predictions): CSV cells and the problems of a line.
 
-``dataset_upload`` imports a dataset file in its request, or, over
-``UPLOAD_INLINE_MAX_BYTES``, stores it and queues ``leaderboards.jobs.dataset_import_job``
-(``tasks.services.upload_job_create``: the progress page, the same all-or-nothing import).
+The dataset uploads too big for their request are ``leaderboards.services.dataset_uploads``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import IO, Any
+from typing import Any
 
-from django.urls import reverse
-
-from tasks.bounded_json import json_loads_bounded
+from core.bounded_json import json_loads_bounded
+from core.errors import InvalidUpload, ServiceError
+from core.uploads import UploadLineError, UploadProblems, parse_json_cell
 from tasks.config.types import FieldType, TaskConfig
-from tasks.errors import InvalidUpload, PermissionDenied, ServiceError
-from tasks.models import Task, UploadJob, UploadKind
-from tasks.permissions import can_manage_task
-from tasks.services import upload_check_size, upload_job_create, upload_runs_as_job
-from tasks.uploads import UploadLineError, UploadProblems, parse_json_cell
+from tasks.models import Task
 
 
 def config_or_raise(task: Task) -> TaskConfig:
@@ -88,42 +81,3 @@ def row_problems(line: int, row: dict, known: set[str], what: str, issues) -> li
     ]
     problems += [UploadLineError(line, i.code, i.message, i.path) for i in issues]
     return problems
-
-
-def dataset_upload(task: Task, upload, *, user=None, **arguments: Any):
-    """Import an uploaded dataset file now, or queue its import when it is big.
-
-    ``arguments`` are ``dataset_import``'s. Returns the ``Dataset``, or the ``UploadJob``
-    of the queued import (its page follows it). Refuses a file over ``UPLOAD_MAX_BYTES``.
-    """
-    from leaderboards.services.datasets import dataset_import
-
-    upload_check_size(upload.size)
-    if not upload_runs_as_job(upload.size):
-        return dataset_import(task, upload.file, filename=upload.name, user=user, **arguments)
-    if user is not None and not can_manage_task(user, task):
-        raise PermissionDenied("only the task's owners can change its datasets")
-    original = arguments.get("perturbation_of")
-    if original is not None and not isinstance(original, str):
-        arguments["perturbation_of"] = original.slug
-    from leaderboards import jobs  # the jobs call services: imported at use
-
-    return upload_job_create(
-        task,
-        upload,
-        kind=UploadKind.DATASET,
-        user=user,
-        options=arguments,
-        job_function=jobs.dataset_import_job,
-    )
-
-
-def dataset_upload_import(upload: UploadJob, stream: IO[bytes]) -> tuple[int, str]:
-    """The datasets' importer of an upload job: ``dataset_import`` with its options."""
-    from leaderboards.services.datasets import dataset_import
-
-    dataset = dataset_import(
-        upload.task, stream, filename=upload.filename, user=upload.user, **upload.options
-    )
-    url = reverse("leaderboards:dataset_detail", args=[upload.task.code, dataset.slug])
-    return dataset.row_count, url

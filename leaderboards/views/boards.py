@@ -12,6 +12,8 @@ from django.urls import reverse
 from django.views import View
 from django.views.decorators.http import require_POST
 
+from core.csv_export import csv_write
+from core.errors import NotFound, ServiceError
 from leaderboards.selectors.boards import (
     leaderboard_page,
     leaderboard_query,
@@ -20,8 +22,6 @@ from leaderboards.selectors.boards import (
 )
 from leaderboards.services.boards import fork_create, snapshot_create
 from leaderboards.views.common import is_htmx_partial, task_or_404
-from tasks.csv_export import csv_write
-from tasks.errors import NotFound, ServiceError
 
 
 class LeaderboardView(View):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from core.errors import NotFound
 from leaderboards.selectors.runs import RunDetail, run_detail
 from models_hub.models import Model
 from models_hub.selectors import model_can_edit, model_get_visible
-from tasks.errors import NotFound
 from tasks.models import Task
 from tasks.permissions import can_manage_task
 from tasks.selectors import task_get_visible

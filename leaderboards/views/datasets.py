@@ -9,6 +9,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views import View
 
+from core.errors import NotFound, ServiceError
 from leaderboards.forms import DatasetUploadForm, PerturbationForm
 from leaderboards.selectors.datasets import (
     dataset_detail,
@@ -16,10 +17,9 @@ from leaderboards.selectors.datasets import (
     dataset_input_lines,
     datasets_for_task,
 )
+from leaderboards.services.dataset_uploads import dataset_upload
 from leaderboards.services.datasets import dataset_generate_perturbation
-from leaderboards.services.uploads import dataset_upload
 from leaderboards.views.common import owned_task, task_or_404
-from tasks.errors import NotFound, ServiceError
 from tasks.models import UploadJob
 from tasks.permissions import can_manage_task
 

@@ -8,10 +8,10 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views import View
 
+from core.errors import ServiceError
 from leaderboards.forms import PredictionsUploadForm
 from leaderboards.services.predictions import predictions_import
 from leaderboards.views.common import editable_model
-from tasks.errors import ServiceError
 
 
 def missing_ids_message(details: dict) -> str:

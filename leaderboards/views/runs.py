@@ -9,9 +9,9 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views import View
 
+from core.errors import ServiceError
 from leaderboards.services.runs import evaluation_run_retry
 from leaderboards.views.common import run_detail_or_404
-from tasks.errors import ServiceError
 
 # Sent (``HX-Trigger``) when a polled run ends or a run is queued again: the model page
 # reloads its scores and run history on it.

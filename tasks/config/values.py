@@ -35,17 +35,6 @@ _GOLD = "gold"
 _MODEL_INPUT = "model_input"
 
 
-def selection_text(value: Any) -> str:
-    """Return the selected text of a ``context_string_selection`` value (str or dict), or ""."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        text = value.get("text")
-        if isinstance(text, str):
-            return text
-    return ""
-
-
 def check_context(config: TaskConfig, data: Mapping) -> list[ConfigIssue]:
     """Check one context object: every context field present (unless optional), no others."""
     if not isinstance(data, Mapping):

@@ -14,11 +14,12 @@ missing model output is an answer that differs (the model is fooled).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tasks.metrics.errors import BAD_OPTION, MetricError
 from tasks.metrics.qa import string_f1
+from tasks.metrics.text import selection_text
 
 if TYPE_CHECKING:
     from tasks.config.types import TaskConfig
@@ -26,28 +27,11 @@ if TYPE_CHECKING:
 SELECTION_FIELD_TYPE = "context_string_selection"
 
 
-def _fallback_selection_text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and isinstance(value.get("text"), str):
-        return value["text"]
-    return ""
-
-
-def _selection_text_function() -> Callable[[Any], str]:
-    """Return the config package's ``selection_text``, or a local equivalent."""
-    try:
-        from tasks.config.values import selection_text
-    except ImportError:  # the value helpers may not exist (yet); same rule locally
-        return _fallback_selection_text
-    return selection_text
-
-
 def _comparable(config: TaskConfig, name: str, value: object) -> object:
     spec = config.field(name)
     is_selection = spec is not None and spec.type == SELECTION_FIELD_TYPE
     if is_selection or (isinstance(value, Mapping) and "text" in value):
-        return _selection_text_function()(value)
+        return selection_text(value)
     if isinstance(value, list | tuple):
         try:
             return frozenset(value)

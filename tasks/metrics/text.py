@@ -10,6 +10,9 @@ Both are written from the published descriptions of the official evaluation scri
   comma of digit groups, turn other punctuation (except the apostrophe and the colon) into
   spaces, number words to digits, drop articles, put the apostrophe back into contractions
   written without it ("dont" -> "don't").
+
+``selection_text`` is the text of a ``context_string_selection`` value (the config's value
+checks and the fooling rule both read it).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 _SQUAD_PUNCTUATION = frozenset(string.punctuation)
 _SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -142,3 +147,14 @@ def normalize_vqa_answer(text: str) -> str:
             continue
         words.append(_VQA_CONTRACTIONS.get(word, word))
     return " ".join(words)
+
+
+def selection_text(value: Any) -> str:
+    """Return the selected text of a ``context_string_selection`` value (str or dict), or ""."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        text = value.get("text")
+        if isinstance(text, str):
+            return text
+    return ""

@@ -3,6 +3,7 @@
 from django import template
 from django.utils.safestring import mark_safe
 
+from tasks.accounts import signup_is_open
 from tasks.markdown import render_markdown
 
 register = template.Library()
@@ -31,8 +32,6 @@ def percent(value, digits: int = 1):
 @register.simple_tag
 def signup_open() -> bool:
     """Whether self-sign-up is open (``{% signup_open as open %}``; cached, no query)."""
-    from tasks.accounts import signup_is_open
-
     return signup_is_open()
 
 

@@ -8,8 +8,8 @@ from django.shortcuts import redirect, resolve_url
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.generic import FormView
 
+from core.errors import ServiceError
 from tasks import accounts
-from tasks.errors import ServiceError
 from tasks.forms import SignUpForm
 
 

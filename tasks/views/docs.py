@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import Http404
 from django.views.generic import TemplateView
 
+from core.errors import NotFound
 from tasks.documentation import DOCUMENTS, documentation_page, documentation_url
-from tasks.errors import NotFound
 
 
 class DocumentationView(TemplateView):

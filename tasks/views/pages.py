@@ -8,8 +8,8 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.generic import FormView, ListView, TemplateView
 
+from core.errors import NotFound, ServiceError
 from tasks import selectors, services
-from tasks.errors import NotFound, ServiceError
 from tasks.forms import TaskProposalForm
 from tasks.permissions import can_manage_task
 

@@ -10,7 +10,7 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.shortcuts import redirect, render
 from django.views import View
 
-from dynatask_site.api_auth import api_token_create, api_token_of, api_token_revoke
+from api.auth import api_token_create, api_token_of, api_token_revoke
 
 
 class ApiTokensView(LoginRequiredMixin, View):

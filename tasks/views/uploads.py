@@ -6,8 +6,8 @@ from django.http import Http404
 from django.template.response import TemplateResponse
 from django.views import View
 
+from core.errors import NotFound
 from tasks import selectors
-from tasks.errors import NotFound
 
 
 def _context(pk: int, user) -> dict:

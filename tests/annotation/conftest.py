@@ -13,7 +13,7 @@ import pytest
 from rq.timeouts import TimerDeathPenalty
 from rq.worker import SimpleWorker
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from models_hub import services as hub_services
 from models_hub.server import ModelServer
 from tests.factories import ContextFactory, TaskFactory, UserFactory

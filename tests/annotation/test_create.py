@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from annotation.live import drain, sandbox
 from annotation.live import queue as live_loop
+from annotation.live.connection import LIVE_QUEUE
 from annotation.models import (
     Campaign,
     CampaignWorker,
@@ -608,8 +609,8 @@ def test_a_finished_drain_job_is_kept_briefly_and_the_signal_outlives_it(
     client.force_login(worker)
     submit(client, "sentiment", statement=POSITIVE, label="negative")
     example = Example.objects.get()
-    connection = django_rq.get_queue(live_loop.LIVE_QUEUE).connection
-    [drain_id] = django_rq.get_queue(live_loop.LIVE_QUEUE).job_ids
+    connection = django_rq.get_queue(LIVE_QUEUE).connection
+    [drain_id] = django_rq.get_queue(LIVE_QUEUE).job_ids
     assert Job.fetch(drain_id, connection=connection).result_ttl == 45
     run_jobs()
     assert 0 < connection.ttl(Job.key_for(drain_id)) <= 45
@@ -633,7 +634,7 @@ def test_the_pages_of_an_ascii_task_are_ascii(client, worker, sentiment_model):
 
 
 def test_the_goal_text_escapes_the_label():
-    from annotation.forms import goal_text
+    from annotation.display import goal_text
 
     text = goal_text(None, '<img src=x onerror="alert(1)">')
     assert "<img" not in text and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in text

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.display import output_items
 from annotation.forms import (
     FIELD_BUILDERS,
     CreateForm,
     MetadataForm,
     SelectionField,
     ValidateForm,
-    output_items,
     sign_started_at,
     time_spent_ms,
 )
@@ -136,7 +136,7 @@ def test_the_cached_blank_create_form_is_the_form_crispy_renders(sample, context
 
     from crispy_forms.utils import render_crispy_form
 
-    from annotation.forms import blank_create_html
+    from annotation.blank_forms import blank_create_html
 
     name = sample.name
     config = sample.parse()
@@ -176,7 +176,7 @@ def test_the_cached_blank_validate_form_is_the_form_crispy_renders(sample):
 
     from crispy_forms.utils import render_crispy_form
 
-    from annotation.forms import blank_validate_html
+    from annotation.blank_forms import blank_validate_html
 
     config = sample.parse()
     key = (1, sample.id)

@@ -13,9 +13,9 @@ from annotation.models import Example, ExampleStatus, RoundStats, WorkerStats
 from annotation.stats import summaries as stats
 from annotation.stats.buffer import counters_flush
 from annotation.stats.recompute import stats_recompute
+from core.errors import ServiceError
 from tasks import services as task_services
 from tasks.accounts import site_settings_get
-from tasks.errors import ServiceError
 from tests.annotation.conftest import snapshot
 from tests.factories import (
     CampaignWorkerFactory,
@@ -209,7 +209,7 @@ def test_stats_admin_is_read_only_with_a_recompute_action(client, task, owner):
 def test_services_keep_flushed_counters_equal_to_recomputed(task, owner, seed, redis_connection):
     """The real services buffer their counters after each commit; once flushed, the
     counters equal a recount."""
-    from annotation.actors import Actor
+    from annotation.campaigns.actors import Actor
     from annotation.services import answers, validations
     from annotation.services import examples as example_services
 

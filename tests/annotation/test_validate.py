@@ -8,7 +8,7 @@ import re
 import pytest
 from django.db import connection
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import (
     Example,
     ExampleStatus,
@@ -24,7 +24,7 @@ from annotation.services.validations import owner_review_submit, validation_subm
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add
 from annotation.stats.recompute import stats_recompute
-from tasks.errors import Conflict, NotFound, PermissionDenied
+from core.errors import Conflict, NotFound, PermissionDenied
 from tests.annotation.conftest import flush_counters
 from tests.factories import ContextFactory, TaskFactory, UserFactory, campaign_session
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from dynatask_site.api_auth import api_token_create
+from api.auth import api_token_create
 from tests.factories import TaskFactory, UserFactory
 
 ROLES = ["anonymous", "worker", "other_owner", "owner", "admin"]

@@ -9,7 +9,7 @@ from django.contrib.staticfiles import finders
 from django.test import override_settings
 from rest_framework.authtoken.models import Token
 
-from dynatask_site.api_auth import token_hash
+from api.auth import token_hash
 from tests.api.conftest import assert_error
 from tests.factories import UserFactory
 
@@ -72,7 +72,7 @@ def test_tokens_page_posts_need_csrf(user):
 
 
 def test_an_inactive_users_token_is_refused(user):
-    from dynatask_site.api_auth import api_token_create
+    from api.auth import api_token_create
     from tests.api.conftest import client_for
 
     client = client_for(user)

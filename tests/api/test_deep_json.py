@@ -11,10 +11,10 @@ import json
 import pytest
 
 from annotation.models import Example
-from dynatask_site.parsers import BoundedJSONParser, JSONBodyTooLarge
+from api.parsers import BoundedJSONParser, JSONBodyTooLarge
+from core.bounded_json import MAX_JSON_DEPTH
 from leaderboards.services.datasets import dataset_import
 from models_hub.models import Model
-from tasks.bounded_json import MAX_JSON_DEPTH
 from tasks.models import Context
 from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 from tests.api.conftest import assert_error

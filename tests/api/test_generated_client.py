@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dynatask_site.api_auth import api_token_create
+from api.auth import api_token_create
 from tests.factories import ExampleFactory, TaskFactory, UserFactory
 from tests.leaderboards.evalkit import KeywordSentiment, run_worker, sentiment_rows, serving
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from dynatask_site.api_auth import api_token_create
+from api.auth import api_token_create
 from tests.annotation.conftest import BackgroundWorker
 from tests.api.test_generated_client import _api, _client, generate_client
 from tests.factories import UserFactory
@@ -21,14 +21,14 @@ def chat_client(live_server, tmp_path_factory):
 
 
 @pytest.fixture
-def live_worker(chat_task):
-    worker = BackgroundWorker().start()
+def chat_worker(chat_task):
+    worker = BackgroundWorker("chat").start()
     yield worker
     worker.stop()
 
 
 def test_the_generated_client_holds_a_conversation(
-    chat_client, live_server, chat_task, owner, live_worker
+    chat_client, live_server, chat_task, owner, chat_worker
 ):
     generated_client = chat_client
     models = _api(generated_client, "models")

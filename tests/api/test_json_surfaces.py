@@ -24,8 +24,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from leaderboards.models import EvaluationRun, Score
 from leaderboards.scoring import BOOTSTRAP_RESAMPLES
 from leaderboards.services.runs import evaluation_run_create
+from models_hub.calls import model_record_health
 from models_hub.models import Model
-from models_hub.services import model_record_health
 from tests.api.conftest import client_for
 from tests.factories import ExampleFactory
 from tests.leaderboards.evalkit import (  # noqa: F401 - fixtures

@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from dynatask_site.api_auth import api_token_create
+from api.auth import api_token_create
 from leaderboards.services.boards import fork_create, snapshot_create
 from leaderboards.services.datasets import dataset_import
 from leaderboards.services.predictions import predictions_import

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import campaigns
+from annotation.campaigns import links
+from annotation.campaigns import services as campaigns
 from annotation.models import CampaignWorker
 from tests.browser.e2e_helpers import signed_in_page
 from tests.factories import ContextFactory, TaskFactory, UserFactory
@@ -28,7 +29,7 @@ def test_second_browser_is_refused_until_the_owner_releases_the_id(
         quota=3,
         created_by=owner,
     )
-    link = f"{live_server.url}{campaigns.campaign_link_path(campaign)}prolific-worker-9"
+    link = f"{live_server.url}{links.campaign_link_path(campaign)}prolific-worker-9"
     first_context, first = signed_in_page(browser, login, None)
     second_context, second = signed_in_page(browser, login, None)
     owner_context, owner_page = signed_in_page(browser, login, owner)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import campaigns
+from annotation.campaigns import links
+from annotation.campaigns import services as campaigns
 from annotation.models import CampaignWorker, Example, ExampleStatus
 from models_hub.demo.sentiment import SentimentHandler
 from tests.annotation.conftest import ServerHandle, put_in_loop
@@ -46,7 +47,7 @@ def test_worker_collects_examples_through_a_campaign_link_and_gets_the_code(
         quota=len(STATEMENTS),
         created_by=owner,
     )
-    link = campaigns.campaign_link_path(campaign)  # ends with "?PROLIFIC_PID="
+    link = links.campaign_link_path(campaign)  # ends with "?PROLIFIC_PID="
     assert link.startswith("/c/") and link.endswith("?PROLIFIC_PID=")
     context, page = signed_in_page(browser, login, None)  # a crowd worker has no account
     try:

@@ -9,6 +9,7 @@ import socket
 
 import pytest
 
+from models_hub import calls as hub_calls
 from models_hub import services as hub_services
 from models_hub.demo.sentiment import SentimentHandler
 from models_hub.models import ModelStatus
@@ -50,8 +51,8 @@ def test_owner_opens_rounds_and_watches_the_loop(
         down = hub_services.model_register(
             task=loop_task, owner=loop_owner, name="down-model", endpoint_url=closed_port_url()
         )
-        hub_services.model_record_health(healthy.pk)
-        hub_services.model_record_health(down.pk)
+        hub_calls.model_record_health(healthy.pk)
+        hub_calls.model_record_health(down.pk)
         healthy.refresh_from_db()
         down.refresh_from_db()
         assert (healthy.status, down.status) == (ModelStatus.HEALTHY, ModelStatus.UNHEALTHY)
@@ -111,7 +112,7 @@ def test_a_worker_reads_that_the_model_is_not_answering(
     down = hub_services.model_register(
         task=loop_task, owner=loop_owner, name="down-model", endpoint_url=closed_port_url()
     )
-    hub_services.model_record_health(down.pk)
+    hub_calls.model_record_health(down.pk)
     worker = UserFactory(username="loop-worker")
     context, page = signed_in_page(browser, login, worker)
     try:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.uploads import MAX_LINE_BYTES
 from leaderboards.perturb import perturb_row, perturb_text, word_lists
-from tasks.uploads import MAX_LINE_BYTES
 
 SENTENCES = [
     "I do not think the government will receive their letter before tomorrow.",

@@ -12,12 +12,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from core.errors import InvalidUpload, TooManyRequests
 from leaderboards.services.predictions import predictions_import
 from leaderboards.services.runs import evaluation_run_create
 from models_hub import services
 from models_hub.budget import budget_wait_seconds
 from models_hub.models import BudgetCharge, Model
-from tasks.errors import InvalidUpload, TooManyRequests
 from tests.leaderboards.evalkit import import_sentiment, sentiment_prob, sentiment_rows
 
 URL = "http://127.0.0.1:9/"

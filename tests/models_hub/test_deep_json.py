@@ -7,10 +7,10 @@ from http import HTTPStatus
 
 import pytest
 
+from core.bounded_json import MAX_JSON_DEPTH, JSONTooDeep
 from models_hub.errors import ModelBadResponse, ModelResponseTooDeep
 from models_hub.server import DEFAULT_MAX_BODY_BYTES, RequestError, parse_inputs
 from models_hub.transport import parse_json_body
-from tasks.bounded_json import MAX_JSON_DEPTH, JSONTooDeep
 from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 from tests.models_hub.conftest import endpoint, sentiment_inputs
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from models_hub import calls as hub_calls
 from models_hub import services
 from models_hub.client import EndpointSpec, ModelClient
 from models_hub.models import Model, ModelStatus
@@ -81,7 +82,7 @@ def test_a_health_check_keeps_no_bad_figure(task, user, body, named):
     Model.objects.filter(pk=model.pk).update(memory_gb=2.0)
     with running(RecordingServer(ReportingHandler, health_body=body)) as server:
         Model.objects.filter(pk=model.pk).update(endpoint_url=server.url)
-        services.model_record_health(model.pk)
+        hub_calls.model_record_health(model.pk)
     model.refresh_from_db()
     assert model.status == ModelStatus.UNHEALTHY
     assert named in model.last_health_error

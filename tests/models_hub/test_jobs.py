@@ -6,7 +6,7 @@ import django_rq
 import pytest
 from rq.worker import SimpleWorker
 
-from models_hub import jobs, services
+from models_hub import jobs, queues, services
 from models_hub.models import Model, ModelStatus
 from tests.factories import demo_config
 from tests.models_hub.hub_helpers import SECRET_TOKEN, dead_url, model_server
@@ -79,9 +79,9 @@ def test_health_check_all_fans_out(redis_connection, task, user):
             services.model_register(task=task, owner=user, name=name, endpoint_url=server.url)
         services.model_register(task=task, owner=user, name="file", protocol="none")
         django_rq.get_queue("health").empty()  # drop the registration checks
-        job = jobs.enqueue_health_check_all()
-        assert job.timeout == jobs.HEALTH_ALL_JOB_TIMEOUT
-        assert job.failure_ttl == jobs.HEALTH_FAILURE_TTL
+        job = queues.enqueue_health_check_all()
+        assert job.timeout == queues.HEALTH_ALL_JOB_TIMEOUT
+        assert job.failure_ttl == queues.HEALTH_FAILURE_TTL
         work("health")  # runs the fan-out job and then the two checks it enqueued
     assert job.latest_result().return_value == {"enqueued": 2}
     statuses = dict(Model.objects.values_list("name", "status"))
@@ -92,13 +92,13 @@ def test_predict_through_live_queue_with_simple_worker(redis_connection, model):
     with model_server() as server:
         Model.objects.filter(pk=model.pk).update(endpoint_url=server.url)
         model.refresh_from_db()
-        job_id = jobs.enqueue_predict(model, [INPUT])
-        assert jobs.predict_result(job_id) is None  # pending
+        job_id = queues.enqueue_predict(model, [INPUT])
+        assert queues.predict_result(job_id) is None  # pending
         queued = django_rq.get_queue("live").fetch_job(job_id)
-        assert queued.ttl == jobs.LIVE_QUEUED_TTL and queued.result_ttl == jobs.LIVE_RESULT_TTL
+        assert queued.ttl == queues.LIVE_QUEUED_TTL and queued.result_ttl == queues.LIVE_RESULT_TTL
         assert queued.args == (model.pk, [INPUT])  # ids, never the instance or the token
         work("live")
-    result = jobs.predict_result(job_id, wait_seconds=1)
+    result = queues.predict_result(job_id, wait_seconds=1)
     assert result["outputs"][0]["label"] == "positive"
     assert result["model_version"] == "const-1"
     assert result["latency_ms"] > 0
@@ -113,7 +113,7 @@ def test_predict_job_errors_have_codes(redis_connection, model):
 
 
 def test_predict_result_of_unknown_job(redis_connection):
-    assert jobs.predict_result("nope")["error"]["code"] == "not_found"
+    assert queues.predict_result("nope")["error"]["code"] == "not_found"
 
 
 def test_predict_endpoint_job_needs_no_db_and_refuses_tokens(redis_connection):
@@ -126,47 +126,6 @@ def test_predict_endpoint_job_needs_no_db_and_refuses_tokens(redis_connection):
         )
     assert result["outputs"][0]["label"] == "positive"
     assert refused["error"]["code"] == "model.configuration"
-
-
-def test_the_periodic_jobs_are_registered_with_rq_cron_and_run_cleanly(redis_connection, settings):
-    settings.PERIODIC_JOBS = [
-        ("models_hub.jobs.health_check_all_job", "health", 17),
-        ("annotation.stats.buffer.counters_flush_job", "live", 2),
-        ("annotation.live.watchdog.live_watchdog_job", "live", 5),
-    ]
-    scheduler = jobs.cron_scheduler(redis_connection)
-    registered = {job.func_name: (job.queue_name, job.interval) for job in scheduler.get_jobs()}
-    assert registered == {
-        "models_hub.jobs.health_check_all_job": ("health", 17),
-        "annotation.stats.buffer.counters_flush_job": ("live", 2),
-        "annotation.live.watchdog.live_watchdog_job": ("live", 5),
-    }
-    # rq 2.6 would hand a cron ``timeout`` to the job function as a keyword argument.
-    assert all("timeout" not in job.job_options for job in scheduler.get_jobs())
-    # The first tick enqueues every job at once, and a worker runs each cleanly.
-    scheduler.enqueue_jobs()
-    for name in ("health", "live"):
-        queue = django_rq.get_queue(name)
-        queued = queue.get_jobs()
-        assert queued
-        SimpleWorker([queue], connection=redis_connection).work(burst=True)
-        for job in queued:
-            job.refresh()
-            assert job.get_status() == "finished", job.latest_result()
-
-
-def test_the_settings_register_the_health_checks_the_flush_the_watchdog_and_recovery(settings):
-    paths = {path for path, _queue, _interval in settings.PERIODIC_JOBS}
-    assert paths == {
-        "models_hub.jobs.health_check_all_job",
-        "annotation.stats.buffer.counters_flush_job",
-        "annotation.live.watchdog.live_watchdog_job",
-        "leaderboards.jobs.eval_recover_job",
-    }
-    # Health checks have a queue of their own, with the shape of the others.
-    queues = {path: queue for path, queue, _interval in settings.PERIODIC_JOBS}
-    assert queues["models_hub.jobs.health_check_all_job"] == "health"
-    assert set(settings.RQ_QUEUES["health"]) == set(settings.RQ_QUEUES["eval"])
 
 
 def test_entering_an_unreadable_token_again_queues_a_check_that_heals_it(redis_connection, model):

@@ -12,10 +12,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.selectors.tasks import LOOP_ANSWERING, LOOP_EMPTY, LOOP_SILENT, task_bundle
+from core.errors import PermissionDenied, ServiceError
 from models_hub import services
 from models_hub.models import Model, ModelStatus, RoundModel
 from tasks import services as task_services
-from tasks.errors import PermissionDenied, ServiceError
 from tests.api.conftest import assert_error, client_for
 from tests.factories import TaskFactory, UserFactory
 

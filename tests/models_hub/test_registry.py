@@ -7,10 +7,11 @@ import random
 import pytest
 from django.test import override_settings
 
+from core.errors import NotFound, PermissionDenied, ServiceError
+from models_hub import calls as hub_calls
 from models_hub import selectors, services
 from models_hub.models import BudgetCharge, Model, ModelStatus, RoundModel
 from tasks import services as task_services
-from tasks.errors import NotFound, PermissionDenied, ServiceError
 from tests.factories import TaskFactory, UserFactory
 from tests.models_hub.hub_helpers import SECRET_TOKEN, model_server
 
@@ -208,7 +209,7 @@ def test_predict_live_against_real_server(task, user):
     with model_server() as server:
         model = register(task, user, endpoint_url=server.url, auth_token=SECRET_TOKEN)
         model = Model.objects.select_related("task__current_config").get(pk=model.pk)
-        result = services.predict_live(model, [{"uid": "1", "context": "c", "statement": "great"}])
+        result = hub_calls.predict_live(model, [{"uid": "1", "context": "c", "statement": "great"}])
     assert result.outputs[0]["label"] == "positive"
     assert result.model_version == "const-1"
 
@@ -240,7 +241,7 @@ def test_registrations_per_user_and_task_are_limited(task, owner, user):
 
     from django.utils import timezone
 
-    from tasks.errors import TooManyRequests
+    from core.errors import TooManyRequests
 
     register(task, user, name="a"), register(task, user, name="b")
     with pytest.raises(TooManyRequests) as caught:

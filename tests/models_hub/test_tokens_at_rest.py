@@ -16,6 +16,7 @@ from django.db.models import TextField, Value
 from django.test import Client, override_settings
 from django.urls import reverse
 
+from models_hub import calls as hub_calls
 from models_hub import checks, selectors, services
 from models_hub.errors import ModelCallError, ModelTokenUnreadable
 from models_hub.models import Model, ModelStatus
@@ -71,11 +72,11 @@ def test_the_column_holds_no_plain_token_whatever_the_write_path(task, user):
 def test_calls_to_a_real_server_carry_the_token(task, user, misbehaving_server):
     model = register(task, user, url=misbehaving_server.url + "ok")
     model = Model.objects.select_related("task__current_config").get(pk=model.pk)
-    result = services.predict_live(model, INPUTS)
+    result = hub_calls.predict_live(model, INPUTS)
     assert result.outputs[0]["label"] == "positive"
     [call] = misbehaving_server.requests
     assert call["headers"]["Authorization"] == f"Bearer {SECRET_TOKEN}"
-    assert services.model_record_health(model.pk).ok
+    assert hub_calls.model_record_health(model.pk).ok
     health_call = misbehaving_server.requests[-1]
     assert health_call["path"] == "/ok/health"
     assert health_call["headers"]["Authorization"] == f"Bearer {SECRET_TOKEN}"
@@ -100,7 +101,7 @@ def test_rotation_with_two_keys_then_the_old_key_dropped(task, user, misbehaving
         model.refresh_from_db()
         assert selectors.endpoint_spec(model).token == SECRET_TOKEN
         model = Model.objects.select_related("task__current_config").get(pk=model.pk)
-        services.predict_live(model, INPUTS)
+        hub_calls.predict_live(model, INPUTS)
     assert misbehaving_server.requests[-1]["headers"]["Authorization"] == f"Bearer {SECRET_TOKEN}"
 
 
@@ -145,13 +146,13 @@ def test_a_token_no_key_decrypts_fails_calls_with_a_clear_message(task, user):
         model = Model.objects.select_related("task__current_config").get(pk=model.pk)
         assert selectors.model_token_unreadable(model)
         with pytest.raises(ModelTokenUnreadable) as caught:
-            services.predict_live(model, INPUTS)
+            hub_calls.predict_live(model, INPUTS)
         assert isinstance(caught.value, ModelCallError)
         message = str(caught.value)
         assert "'lost-key'" in message and "enter the token again" in message
         assert caught.value.code == "model.token_unreadable"
 
-        result = services.model_record_health(model.pk)
+        result = hub_calls.model_record_health(model.pk)
         model.refresh_from_db()
         assert not result.ok and result.error_code == "model.token_unreadable"
         assert model.status == ModelStatus.UNHEALTHY

@@ -9,12 +9,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from core.errors import ServiceError
 from models_hub import services
 from models_hub.demo.sentiment import SentimentHandler
 from models_hub.models import Model
 from models_hub.trial import trial_input
 from tasks.config import parse_task_config
-from tasks.errors import ServiceError
 from tasks.selectors import round_warnings
 from tests.annotation.conftest import ServerHandle
 from tests.factories import TaskFactory, demo_config

@@ -84,11 +84,55 @@ def _turn_state(world):
 
 
 def _conversation_state(world):
-    return type(world.conversation).objects.filter(pk=world.conversation.pk).values_list().get()
+    return _conversation_state_of(world.conversation)
 
 
 def _conversation_count(world) -> int:
     return world.chat_task.conversations.count()
+
+
+def _arena_code(world) -> dict:
+    return {"code": world.arena_task.code}
+
+
+def _battle(api: bool = False):
+    """Path arguments of ``worker``'s battle that waits for its vote (the arena's pages take
+    the task's code too)."""
+
+    def kwargs(world) -> dict:
+        values = {"pk": world.battle.pk}
+        if not api:
+            values["code"] = world.arena_task.code
+        return values
+
+    return kwargs
+
+
+def _battle_state(world):
+    from annotation.arena.models import ArenaBattle
+
+    battle = ArenaBattle.objects.filter(pk=world.battle.pk).values_list().get()
+    return battle, _conversation_state_of(world.battle.conversation)
+
+
+def _conversation_state_of(conversation):
+    return type(conversation).objects.filter(pk=conversation.pk).values_list().get()
+
+
+def _battle_count(world) -> int:
+    return world.arena_task.battles.count()
+
+
+def _arena_snapshot_count(world) -> int:
+    return world.arena_task.arena_snapshots.count()
+
+
+def _arena_exclusion_count(world) -> int:
+    return world.arena_task.arena_exclusions.count()
+
+
+def _exclusion_data(world) -> dict:
+    return {"rater": f"u:{world.users['worker'].pk}", "reason": "Votes at random."}
 
 
 SIGNED_IN = ("worker", "other_owner", "staff", "owner", "superuser")
@@ -166,7 +210,7 @@ MATRIX: dict[str, Check] = {
         403,
         403,
         403,
-        path=lambda w: __import__("annotation.campaigns", fromlist=["x"]).campaign_link_path(
+        path=lambda w: __import__("annotation.campaigns.links", fromlist=["x"]).campaign_link_path(
             w.campaign
         )
         + "matrix-visitor",
@@ -295,6 +339,47 @@ MATRIX: dict[str, Check] = {
     "annotation:chat_export": row(
         L, L, 403, 403, 403, 200, 200, kwargs=lambda w: {**_chat_code(w), "kind": "conversations"}
     ),
+    # The arena (docs/leaderboard.md, "Arena ratings"). ``world.arena_task`` is public, active
+    # and sealed; every signed-in user may battle on it; the campaign role's link is for
+    # another task.
+    "annotation:arena_home": row(L, 403, 200, 200, 200, 200, 200, kwargs=_arena_code),
+    # A battle is its worker's alone: others get a 404, whoever they are (owners included).
+    "annotation:arena_battle": row(L, 404, 200, 404, 404, 404, 404, kwargs=_battle()),
+    # Both models answered: the worker's vote is taken (and reveals them), nobody else's.
+    "annotation:arena_vote": row(
+        L,
+        404,
+        R,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_battle(),
+        data=lambda w: {"vote": "a"},
+        effect=_battle_state,
+        allowed=("worker",),
+    ),
+    # The board, its JSON and CSV and its snapshots are public, like the Dynascore board.
+    "annotation:arena_board": everyone(200, kwargs=_arena_code),
+    "annotation:arena_board_json": everyone(200, kwargs=_arena_code),
+    "annotation:arena_board_csv": everyone(200, kwargs=_arena_code),
+    # Refusals redirect back to the board with a message: the effect check is what counts.
+    "annotation:arena_snapshot_create": everyone(
+        R,
+        method=P,
+        kwargs=_arena_code,
+        data=lambda w: {"name": "Snap"},
+        effect=_arena_snapshot_count,
+        allowed=("owner", "superuser"),
+    ),
+    "annotation:arena_snapshot": everyone(
+        200, kwargs=lambda w: {**_arena_code(w), "snapshot_id": w.arena_snapshot.pk}
+    ),
+    # The owners' page (raters' agreement with their names, exclusions).
+    "annotation:arena_manage": row(L, 403, 403, 403, 403, 200, 200, kwargs=_arena_code),
+    # The arena is sealed: its battles and conversations are for its owners.
+    "annotation:arena_battles_export": row(L, 403, 403, 403, 403, 200, 200, kwargs=_arena_code),
     # leaderboards
     "leaderboards:task": everyone(200),
     "leaderboards:task_csv": everyone(200),
@@ -499,6 +584,72 @@ MATRIX: dict[str, Check] = {
         200,
         kwargs=lambda w: {"pk": w.finished_conversation.example_id},
     ),
+    # the arena (its battles' turns go through the conversations API)
+    "api:battle-start": row(
+        401,
+        401,
+        201,
+        201,
+        201,
+        201,
+        201,
+        method=P,
+        kwargs=_arena_code,
+        effect=_battle_count,
+        allowed=SIGNED_IN,
+    ),
+    # Sealed: the owners' (401 for anonymous calls, as for every arena call of a signed-in
+    # user's business).
+    "api:battle-export": row(401, 401, 403, 403, 403, 200, 200, kwargs=_arena_code),
+    "api:battle-detail": row(401, 401, 200, 404, 404, 404, 404, kwargs=_battle(api=True)),
+    "api:battle-vote": row(
+        401,
+        401,
+        200,
+        404,
+        404,
+        404,
+        404,
+        method=P,
+        kwargs=_battle(api=True),
+        data=lambda w: {"vote": "a"},
+        effect=_battle_state,
+        allowed=("worker",),
+    ),
+    "api:arena-board": everyone(200, kwargs=_arena_code),
+    # The list is public (as on the board's page); freezing the board is for owners.
+    "api:arena-snapshots": row(
+        401,
+        401,
+        403,
+        403,
+        403,
+        201,
+        201,
+        method=P,
+        kwargs=_arena_code,
+        data=lambda w: {"name": "Snap"},
+        effect=_arena_snapshot_count,
+        allowed=("owner", "superuser"),
+    ),
+    "api:arena-snapshot": everyone(
+        200, kwargs=lambda w: {**_arena_code(w), "snapshot_id": w.arena_snapshot.pk}
+    ),
+    "api:arena-raters": row(401, 401, 403, 403, 403, 200, 200, kwargs=_arena_code),
+    "api:arena-exclusions": row(
+        401,
+        401,
+        403,
+        403,
+        403,
+        201,
+        201,
+        method=P,
+        kwargs=_arena_code,
+        data=_exclusion_data,
+        effect=_arena_exclusion_count,
+        allowed=("owner", "superuser"),
+    ),
     # the admin's own pages
     "admin:index": row(L, L, L, 200, 200, 200, 200),
     "admin:login": row(200, 200, 200, R, R, R, R),
@@ -636,7 +787,7 @@ def _group(world):
 def _token(world):
     from rest_framework.authtoken.models import TokenProxy
 
-    from dynatask_site.api_auth import api_token_create
+    from api.auth import api_token_create
 
     api_token_create(world.users["worker"])
     return TokenProxy.objects.get(user=world.users["worker"])

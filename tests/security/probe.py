@@ -72,7 +72,7 @@ def default_kwargs(world: World, key: str, pattern: str) -> dict[str, Any]:
         elif name == "job_id":
             values[name] = "0123abcd-job"
         elif name == "signed":
-            from annotation.campaigns import campaign_signed_token
+            from annotation.campaigns.links import campaign_signed_token
 
             values[name] = campaign_signed_token(world.campaign)
         elif name == "proposal_id":

@@ -9,6 +9,7 @@ import re
 import pytest
 from django.test import Client, override_settings
 
+from models_hub import calls as hub_calls
 from tests.security.world import (
     GOLD_MARK_HIDDEN,
     MODEL_TOKEN,
@@ -254,8 +255,8 @@ def test_model_registration_refuses_internal_addresses_in_the_api(
 
 
 def test_model_edit_cannot_point_an_endpoint_at_metadata(world, no_loopback_allowance):
+    from core.errors import ServiceError
     from models_hub import services
-    from tasks.errors import ServiceError
 
     with pytest.raises(ServiceError):
         services.model_update_card(
@@ -268,8 +269,6 @@ def test_model_edit_cannot_point_an_endpoint_at_metadata(world, no_loopback_allo
 
 # --- secrets --------------------------------------------------------------------------------
 def test_model_token_never_appears_in_pages_api_or_logs(world, caplog):
-    from models_hub import services
-
     caplog.set_level(logging.DEBUG)
     model = world.model_with_token
     paths = [
@@ -288,7 +287,7 @@ def test_model_token_never_appears_in_pages_api_or_logs(world, caplog):
             body = client.get(path).content.decode()
             assert MODEL_TOKEN not in body, f"token in {path} as {role}"
     # A failing call (nothing listens on port 9) logs and records an error without the token.
-    services.model_record_health(model.pk)
+    hub_calls.model_record_health(model.pk)
     model.refresh_from_db()
     assert MODEL_TOKEN not in model.last_health_error
     assert MODEL_TOKEN not in caplog.text
@@ -298,7 +297,7 @@ def test_model_token_never_appears_in_pages_api_or_logs(world, caplog):
 def test_api_token_is_shown_once_and_stored_hashed(world):
     from rest_framework.authtoken.models import Token
 
-    from dynatask_site.api_auth import api_token_create
+    from api.auth import api_token_create
 
     raw = api_token_create(world.users["worker"])
     assert not Token.objects.filter(key=raw).exists()

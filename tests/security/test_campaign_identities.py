@@ -1,4 +1,4 @@
-"""Who may act as a campaign's worker id (``annotation.campaign_identities``).
+"""Who may act as a campaign's worker id (``annotation.campaigns.identities``).
 
 A worker id belongs to the first browser session that opens the campaign link with it;
 another browser with the same id is refused until an owner releases it. A campaign may also
@@ -14,9 +14,9 @@ from django.db import close_old_connections, connection
 from django.test import Client
 from django.urls import reverse
 
-from annotation import campaign_identities as identities
-from annotation import campaigns
-from annotation.actors import SESSION_WORKER_KEY
+from annotation.campaigns import identities, links
+from annotation.campaigns import services as campaigns
+from annotation.campaigns.actors import SESSION_WORKER_KEY
 from annotation.models import CampaignWorker
 from tests.factories import CampaignFactory, CampaignWorkerFactory, TaskFactory, UserFactory
 from tests.security.world import ROLES, build_world, role_client
@@ -36,7 +36,7 @@ def campaign(owner):
 
 
 def enter(client, campaign, external_id="PID1", **query):
-    path = campaigns.campaign_link_path(campaign).split("?")[0]
+    path = links.campaign_link_path(campaign).split("?")[0]
     return client.get(path, {campaign.worker_id_param: external_id, **query})
 
 

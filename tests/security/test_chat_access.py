@@ -10,7 +10,7 @@ import pytest
 from django.db import transaction
 from django.urls import reverse
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.chat import services, streams
 from annotation.chat.models import ChatReply, ReplyStatus
 from tests.security.probe import response_text
@@ -182,7 +182,7 @@ def test_a_campaign_worker_chats_within_the_quota(world):
     is met, then is sent to the completion page like the create page does."""
     from django.test import Client
 
-    from annotation.campaigns import campaign_link_path
+    from annotation.campaigns.links import campaign_link_path
     from tests.factories import CampaignFactory, ExampleFactory
 
     owner = world.users["owner"]

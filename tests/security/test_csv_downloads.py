@@ -20,7 +20,7 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
-from tasks.csv_export import FORMULA_PREFIXES, csv_cell
+from core.csv_export import FORMULA_PREFIXES, csv_cell
 from tests.factories import (
     HOSTILE_CSV_CELLS,
     HOSTILE_SEPARATED_CSV_CELLS,
@@ -106,6 +106,21 @@ def leaderboard_csv() -> Download:
     )
 
 
+def arena_board_csv() -> Download:
+    """The arena board: one row per model, every model named with a hostile text."""
+    from annotation.arena.synthetic import synthetic_battles
+    from tests.factories import demo_config
+
+    owner = UserFactory(username="csv-arena-owner", is_staff=True)
+    task = TaskFactory(code="csvarena", yaml_text=demo_config("arena"), owners=[owner])
+    models = [ModelFactory(task=task, owner=owner, name=text) for text in HOSTILE]
+    strengths = {model.pk: 1000.0 + 25.0 * index for index, model in enumerate(models)}
+    round_ = task.rounds.get(number=1)
+    synthetic_battles(task, round_, models, [owner], strengths, 20 * len(models), seed=3)
+    response = Client().get(reverse("annotation:arena_board_csv", args=[task.code]))
+    return Download(_content(response), frozenset({"model", "tie_with_next", "identified"}))
+
+
 def campaign_csv() -> Download:
     owner, task, campaign = _hostile_campaign()
     response = _owner_client(owner).get(
@@ -145,6 +160,7 @@ def campaign_links_csv() -> Download:
 
 CSV_URLS: dict[str, Callable[[], Download]] = {
     "leaderboards:task_csv": leaderboard_csv,
+    "annotation:arena_board_csv": arena_board_csv,
     "annotation:campaign_csv": campaign_csv,
     "annotation:campaign_links_csv": campaign_links_csv,
 }

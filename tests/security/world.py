@@ -71,6 +71,13 @@ class World:
     turn: Any = None
     reply: Any = None
     finished_conversation: Any = None
+    # An arena task (owned by ``owner``, its battles sealed) over two chat models, and two
+    # battles of ``worker``: one answered and not voted yet (identities hidden), one voted;
+    # and a snapshot of its board.
+    arena_task: Any = None
+    battle: Any = None
+    voted_battle: Any = None
+    arena_snapshot: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -141,6 +148,7 @@ def build_world(with_datasets: bool = True) -> World:
     _add_proposal(world)
     _add_upload(world)
     _add_chat(world)
+    _add_arena(world)
     return world
 
 
@@ -311,18 +319,12 @@ def _chat_turn(conversation, actor, message: str, choose: bool):
     return turn
 
 
-def _add_chat(world: World) -> None:
-    """A chat task with two chat models in its loop; ``worker`` holds an active conversation
-    (one turn, answered, not chosen yet) and a finished one (an example in the queue)."""
-    from annotation.actors import Actor
-    from annotation.chat import services
-    from annotation.chat.models import ChatReply
+def _add_chat_models(task, owner, names) -> None:
+    """Chat models (no server behind them: nothing calls them) in the task's first round."""
     from models_hub.models import RoundModel
 
-    owner = world.users["owner"]
-    task = TaskFactory(code="sec-chat", config_name="chat", owners=[owner])
     round_ = task.rounds.get(number=1)
-    for name in CHAT_MODEL_NAMES:
+    for name in names:
         model = ModelFactory(
             task=task,
             owner=owner,
@@ -332,6 +334,19 @@ def _add_chat(world: World) -> None:
             options={"model": name},
         )
         RoundModel.objects.create(round=round_, model=model)
+
+
+def _add_chat(world: World) -> None:
+    """A chat task with two chat models in its loop; ``worker`` holds an active conversation
+    (one turn, answered, not chosen yet) and a finished one (an example in the queue)."""
+    from annotation.campaigns.actors import Actor
+    from annotation.chat import services
+    from annotation.chat.models import ChatReply
+
+    owner = world.users["owner"]
+    task = TaskFactory(code="sec-chat", config_name="chat", owners=[owner])
+    round_ = task.rounds.get(number=1)
+    _add_chat_models(task, owner, CHAT_MODEL_NAMES)
     actor = Actor(user=world.users["worker"])
     finished = services.conversation_start(task=task, round_=round_, actor=actor)
     _chat_turn(finished, actor, "Why is Mars red?", choose=True)
@@ -345,6 +360,39 @@ def _add_chat(world: World) -> None:
     world.chat_task, world.conversation = task, conversation
     finished.refresh_from_db()
     world.finished_conversation = finished
+
+
+# The arena's models: never shown before the vote.
+ARENA_MODEL_NAMES = ("sec-arena-alpha", "sec-arena-beta")
+
+
+def _add_arena(world: World) -> None:
+    """A sealed arena task with two chat models; ``worker`` holds a battle whose turn is
+    answered but not voted yet, and a voted one (on the board); the owner froze the board."""
+    import numpy as np
+
+    from annotation.arena import services
+    from annotation.arena.selectors import battle_for_actor
+    from annotation.campaigns.actors import Actor
+    from tests.factories import demo_config
+
+    owner = world.users["owner"]
+    config = demo_config("arena").replace("sealed: false", "sealed: true")
+    assert "sealed: true" in config
+    task = TaskFactory(code="sec-arena", yaml_text=config, owners=[owner])
+    _add_chat_models(task, owner, ARENA_MODEL_NAMES)
+    round_ = task.rounds.get(number=1)
+    actor = Actor(user=world.users["worker"])
+    rng = np.random.default_rng(0)
+    voted = services.battle_start(task=task, round_=round_, actor=actor, rng=rng)
+    _chat_turn(voted.conversation, actor, "Why is Mars red?", choose=False)
+    services.battle_vote(battle_for_actor(voted.pk, actor), actor, "a")
+    battle = services.battle_start(task=task, round_=round_, actor=actor, rng=rng)
+    _chat_turn(battle.conversation, actor, "What is a bicycle?", choose=False)
+    world.arena_task = task
+    world.battle = battle_for_actor(battle.pk, actor)
+    world.voted_battle = battle_for_actor(voted.pk, actor)
+    world.arena_snapshot = services.snapshot_create(task, by=owner, name="Sec arena")
 
 
 def _add_upload(world: World) -> None:
@@ -375,7 +423,7 @@ def _add_proposal(world: World) -> None:
 
 def campaign_client(world: World, external_id: str = "sec-crowd-1", **client_kwargs) -> Client:
     """A client whose session holds a campaign worker (entered through the signed link)."""
-    from annotation.campaigns import campaign_link_path
+    from annotation.campaigns.links import campaign_link_path
     from annotation.models import CampaignWorker
 
     client = Client(**client_kwargs)

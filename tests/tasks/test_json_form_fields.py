@@ -12,10 +12,10 @@ from django.contrib import admin
 from django.test import RequestFactory
 from django.urls import reverse
 
+from core.bounded_json import MAX_JSON_DEPTH
+from core.forms import BoundedJSONField
 from models_hub.forms import ModelAdminForm, ModelEditForm, ModelRegisterForm
 from models_hub.models import Model
-from tasks.bounded_json import MAX_JSON_DEPTH
-from tasks.forms import BoundedJSONField
 from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 from tests.factories import ContextFactory, UserFactory
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from core.errors import Conflict, InvalidConfig, InvalidUpload, ServiceError
 from tasks import services
-from tasks.errors import Conflict, InvalidConfig, InvalidUpload, ServiceError
 from tasks.models import Context, ProposalStatus, Round, Task, TaskConfigVersion
 from tests.factories import ContextFactory, TaskFactory, UserFactory, demo_config
 

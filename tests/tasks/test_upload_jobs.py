@@ -11,8 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rq import SimpleWorker
 
+from core.errors import InvalidUpload, UploadTooLarge
 from tasks import services
-from tasks.errors import InvalidUpload, UploadTooLarge
 from tasks.models import Context, UploadJob, UploadStatus
 from tasks.selectors import upload_progress
 from tests.api.conftest import assert_error, client_for

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.export import example_export_lines
 from annotation.stats.summaries import round_by_number
-from tasks.errors import ServiceError
+from core.errors import ServiceError
 from tasks.models import Task
 
 

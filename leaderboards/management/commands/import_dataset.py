@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ServiceError
 from leaderboards.models import AccessType
 from leaderboards.services.datasets import dataset_import
-from tasks.errors import ServiceError
 from tasks.models import Task
 
 

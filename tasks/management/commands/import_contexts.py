@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ServiceError
 from tasks import services
-from tasks.errors import ServiceError
 from tasks.models import Task
 
 

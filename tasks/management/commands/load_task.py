@@ -5,9 +5,9 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ServiceError
 from tasks import services
 from tasks.config import TaskConfigError, parse_task_config
-from tasks.errors import ServiceError
 from tasks.models import Task
 
 

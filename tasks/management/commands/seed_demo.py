@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ServiceError
 from tasks.demo_registry import SeedOptions, run_seeders
-from tasks.errors import ServiceError
 from tasks.seed import DEMO_ADMIN_PASSWORD, DEMO_ADMIN_USERNAME
 
 

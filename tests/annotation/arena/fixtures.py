@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.actors import Actor
 from annotation.arena import services
 from annotation.arena.synthetic import synthetic_battles
+from annotation.campaigns.actors import Actor
 from tests.annotation.chat.fixtures import register_chat_model
 from tests.factories import TaskFactory, UserFactory
 

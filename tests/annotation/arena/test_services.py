@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from django.db import transaction
 
-from annotation.actors import Actor
 from annotation.arena import services
 from annotation.arena.export import battle_lines
 from annotation.arena.models import ArenaBattle
 from annotation.arena.selectors import arena_board, rater_flags, votes_today
 from annotation.arena.synthetic import synthetic_battles
+from annotation.campaigns.actors import Actor
 from annotation.chat import services as chat_services
 from annotation.chat.models import ConversationStatus
 from annotation.chat.services import FinishForm
-from tasks.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.services import task_update_config
 from tests.annotation.arena.fixtures import seeded_battles, start
 from tests.annotation.chat.fixtures import pump, register_chat_model

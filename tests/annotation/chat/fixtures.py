@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from models_hub import services as hub_services
 from models_hub.demo.chat import RetrievalChatHandler, RuleChatHandler
 from tests.annotation.conftest import ServerHandle, run_jobs

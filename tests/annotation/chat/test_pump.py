@@ -11,7 +11,7 @@ import pytest
 from annotation.chat import services, streams
 from annotation.chat.models import ChatReply, ReplyStatus
 from annotation.chat.pump import CHAT_QUEUE
-from annotation.live.queue import LIVE_QUEUE
+from annotation.live.connection import LIVE_QUEUE
 from annotation.models import Example, ExampleStatus
 from models_hub.demo.chat import RuleChatHandler
 from tests.annotation.chat.fixtures import register_chat_model

@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.chat import draws, services, streams
 from annotation.chat.models import ChatReply, ConversationSeat, ReplyStatus
 from annotation.chat.selectors import chat_model_rates, seat_messages, turns_with_replies
 from annotation.chat.services import FinishForm
 from annotation.models import Example, RoundStats, WorkerStats
-from tasks.errors import Conflict, ServiceError
+from core.errors import Conflict, ServiceError
 from tests.annotation.chat.fixtures import pump, register_chat_model
 from tests.annotation.conftest import flush_counters
 from tests.factories import TaskFactory, UserFactory, demo_config

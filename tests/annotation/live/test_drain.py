@@ -13,6 +13,7 @@ from rq.job import Job
 
 from annotation.live import drain, watchdog
 from annotation.live import queue as live_loop
+from annotation.live.connection import LIVE_QUEUE
 from annotation.models import Example, ExampleStatus, RoundStats
 from models_hub.demo.sentiment import SentimentHandler
 from tests.annotation.conftest import (
@@ -68,7 +69,7 @@ class NonsenseForOneHandler(CountingHandler):
 
 
 def _drain_ids() -> list[str]:
-    return django_rq.get_queue(live_loop.LIVE_QUEUE).job_ids
+    return django_rq.get_queue(LIVE_QUEUE).job_ids
 
 
 def _submit_many(client, texts):
@@ -109,7 +110,7 @@ def test_examples_waiting_together_are_answered_in_one_call_by_one_drain(
     assert (stats.collected, stats.fooled) == (4, 2)
     examples[0].context.refresh_from_db()
     assert examples[0].context.fooled_count == 2
-    connection = django_rq.get_connection(live_loop.LIVE_QUEUE)
+    connection = django_rq.get_connection(LIVE_QUEUE)
     assert Job.fetch(drain_id, connection=connection).return_value() == {"examples": 4}
     for example in examples:  # every waiting page is woken with its own answer
         answer = live_loop.wait_for_live_answer(live_loop.live_job_id(example.pk, 1), 0.05)
@@ -155,7 +156,7 @@ def test_a_drain_waits_a_moment_for_the_next_example(
     settings.ANNOTATION_LIVE_LINGER_SECONDS = 30
     client.force_login(worker)
     _submit_many(client, [POSITIVE])
-    queue = django_rq.get_queue(live_loop.LIVE_QUEUE)
+    queue = django_rq.get_queue(LIVE_QUEUE)
     queue.empty()  # the drain is run here, in a thread, instead
     results: list = []
     thread = _drain_in_thread(results)
@@ -199,7 +200,7 @@ def test_a_drain_whose_batch_outlasts_its_hold_lets_a_second_drain_start(
     monkeypatch.setattr(drain, "DRAIN_HOLD_MS", 100)
     client.force_login(worker)
     _submit_many(client, [POSITIVE])
-    django_rq.get_queue(live_loop.LIVE_QUEUE).empty()
+    django_rq.get_queue(LIVE_QUEUE).empty()
     results: list = []
     thread = _drain_in_thread(results)
     deadline = time.monotonic() + 10
@@ -239,7 +240,7 @@ def test_a_drain_that_takes_a_full_batch_lets_another_drain_take_the_next_meanwh
     settings.ANNOTATION_LIVE_BATCH_SIZE = 2
     client.force_login(worker)
     _submit_many(client, [POSITIVE, NEGATIVE, POSITIVE + " Again.", NEGATIVE + " Again."])
-    django_rq.get_queue(live_loop.LIVE_QUEUE).empty()  # the drains are run here instead
+    django_rq.get_queue(LIVE_QUEUE).empty()  # the drains are run here instead
     results: list = []
     first = _drain_in_thread(results)
     deadline = time.monotonic() + 10
@@ -269,7 +270,7 @@ def test_a_drain_past_its_budget_leaves_the_rest_to_a_new_drain(
     assert drain.live_drain_job() == {"examples": 1}  # one batch, then the budget is spent
     # The drain run here cleared the flag; past its budget it queued a drain for the rest.
     assert len(_drain_ids()) == 2 and _drain_ids()[0] == queued
-    connection = django_rq.get_connection(live_loop.LIVE_QUEUE)
+    connection = django_rq.get_connection(LIVE_QUEUE)
     assert connection.llen(live_loop.PENDING_KEY) == 2
     assert connection.exists(live_loop.DRAIN_QUEUED_KEY)
     run_jobs()
@@ -338,7 +339,7 @@ def test_a_repeated_entry_is_asked_once_and_a_missing_example_is_skipped(
     client.force_login(worker)
     _submit_many(client, [POSITIVE])
     example = Example.objects.get()
-    connection = django_rq.get_connection(live_loop.LIVE_QUEUE)
+    connection = django_rq.get_connection(LIVE_QUEUE)
     connection.rpush(live_loop.PENDING_KEY, f"{example.pk}:1", "999999:1")
     run_jobs()
     assert counting_model.handler.batches == [1]  # the example once, the unknown one never
@@ -350,7 +351,7 @@ def test_a_malformed_entry_of_the_list_is_logged_and_left(
 ):
     client.force_login(worker)
     _submit_many(client, [POSITIVE])
-    connection = django_rq.get_connection(live_loop.LIVE_QUEUE)
+    connection = django_rq.get_connection(LIVE_QUEUE)
     connection.rpush(live_loop.PENDING_KEY, "<script>", "12:x")
     with caplog.at_level(logging.ERROR, logger="annotation.live.drain"):
         run_jobs()
@@ -436,7 +437,7 @@ def test_a_batch_too_slow_for_the_read_timeout_is_asked_one_example_at_a_time(
 def test_a_status_poll_queues_a_drain_only_for_pending_examples_with_the_flag_free(
     redis_connection,
 ):
-    queue = django_rq.get_queue(live_loop.LIVE_QUEUE)
+    queue = django_rq.get_queue(LIVE_QUEUE)
     live_loop.ensure_drain(60)
     assert queue.count == 0  # nothing pending
     redis_connection.rpush(live_loop.PENDING_KEY, "7:1")
@@ -485,7 +486,7 @@ def test_a_drain_that_raises_gives_its_claim_back_to_the_list(
 ):
     client.force_login(worker)
     _submit_many(client, [POSITIVE, NEGATIVE])
-    django_rq.get_queue(live_loop.LIVE_QUEUE).empty()
+    django_rq.get_queue(LIVE_QUEUE).empty()
 
     def broken(pending):
         raise RuntimeError("a bug in the drain")
@@ -507,7 +508,7 @@ def test_the_watchdog_gives_a_dead_drains_claim_back_and_queues_a_drain(
     periodic check puts the claimed examples back on the list and queues a drain."""
     client.force_login(worker)
     _submit_many(client, [POSITIVE, NEGATIVE])
-    queue = django_rq.get_queue(live_loop.LIVE_QUEUE)
+    queue = django_rq.get_queue(LIVE_QUEUE)
     queue.empty()
     items = redis_connection.lpop(live_loop.PENDING_KEY, 2)
     redis_connection.rpush(drain.claimed_key("dead"), *items)
@@ -574,7 +575,7 @@ def test_a_slow_batch_keeps_its_lease_and_the_watchdog_leaves_it(
     serve_in_loop(sentiment_task, owner, model_server_factory, handler, "slow")
     client.force_login(worker)
     _submit_many(client, [POSITIVE])
-    django_rq.get_queue(live_loop.LIVE_QUEUE).empty()
+    django_rq.get_queue(LIVE_QUEUE).empty()
     results: list = []
     thread = _drain_in_thread(results)
     deadline = time.monotonic() + 10

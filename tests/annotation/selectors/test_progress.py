@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import Example
 from annotation.selectors import progress
 from annotation.selectors.progress import start_of_today, worker_progress

@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 from django.core.cache import cache
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor, task_bundle
+from core.errors import NotFound, PermissionDenied
+from models_hub import calls as hub_calls
 from models_hub import services as hub_services
 from models_hub.models import Model, ModelStatus
 from tasks import services as task_services
-from tasks.errors import NotFound, PermissionDenied
 from tasks.models import Round
 from tasks.permissions import is_task_owner
 from tests.factories import CampaignWorkerFactory, TaskFactory, UserFactory
@@ -109,7 +110,7 @@ def test_every_write_to_its_rows_forgets_the_bundle(change, model_server_factory
         cache.clear()
         assert task_bundle(task.code).loop_models[round_one.pk] == (model,)
         server.stop()  # the health check finds it down
-        hub_services.model_record_health(model.pk)
+        hub_calls.model_record_health(model.pk)
         assert task_bundle(task.code).loop_models[round_one.pk] == ()
     elif change == "config changed":
         text = task.current_config.yaml_text.replace("\n", "\n\n", 1)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.actors import Actor
+from annotation.campaigns.actors import Actor
 from annotation.models import Example
 from annotation.services.examples import MAX_FLAG_REASON, example_flag, example_unflag
-from tasks.errors import PermissionDenied, ServiceError
+from core.errors import PermissionDenied, ServiceError
 from tests.factories import ExampleFactory, TaskFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

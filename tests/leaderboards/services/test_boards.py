@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import AnonymousUser
 
+from core.errors import PermissionDenied, ServiceError
 from leaderboards.services.boards import fork_create
 from leaderboards.tables.results import LeaderboardWeights
-from tasks.errors import PermissionDenied, ServiceError
 from tests.factories import UserFactory
 from tests.leaderboards.boardkit import MAIN
 

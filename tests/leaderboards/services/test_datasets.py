@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from core.errors import InvalidUpload, PermissionDenied
 from leaderboards.models import Dataset, DatasetExample
 from leaderboards.selectors.datasets import dataset_examples_page
 from leaderboards.services.datasets import dataset_generate_perturbation, dataset_import
-from tasks.errors import InvalidUpload, PermissionDenied
 from tests.factories import TaskFactory, UserFactory
 from tests.leaderboards.evalkit import (
     import_sentiment,

@@ -7,6 +7,7 @@ import io
 
 import pytest
 
+from core.errors import InvalidUpload, PermissionDenied
 from leaderboards.models import (
     DatasetExample,
     EvaluationRun,
@@ -17,7 +18,6 @@ from leaderboards.models import (
 )
 from leaderboards.services.predictions import predictions_import
 from leaderboards.services.runs import evaluation_run_create
-from tasks.errors import InvalidUpload, PermissionDenied
 from tests.factories import ModelFactory, UserFactory
 from tests.leaderboards.evalkit import (
     KeywordSentiment,

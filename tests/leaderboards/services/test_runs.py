@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_retry_needs_owner_and_failed_run(eval_task, eval_owner, redis_connection, fast_client):
-    from tasks.errors import PermissionDenied, ServiceError
+    from core.errors import PermissionDenied, ServiceError
     from tests.factories import UserFactory
 
     with serving(KeywordSentiment()) as server:

@@ -7,7 +7,7 @@ import pytest
 
 from leaderboards.models import DatasetExample, EvaluationRun, Prediction, RunStatus, Score
 from leaderboards.selectors.cubes import leaderboard_data_version
-from leaderboards.services import scores, shards
+from leaderboards.services import eval_queue, scores, shards
 from leaderboards.services.datasets import dataset_generate_perturbation
 from leaderboards.services.runs import evaluation_run_create
 from leaderboards.services.scores import run_finalize, score_refresh
@@ -62,8 +62,6 @@ def test_run_is_sharded_scored_once(eval_task, eval_owner, redis_connection, fas
 def test_finalize_runs_once_and_one_score_after_reruns(
     eval_task, eval_owner, redis_connection, fast_client
 ):
-    from leaderboards import jobs
-
     with serving(KeywordSentiment()) as server:
         model = make_model(eval_task, eval_owner, server.url)
         dataset = import_sentiment(eval_task, 20, evaluate=False)
@@ -71,8 +69,8 @@ def test_finalize_runs_once_and_one_score_after_reruns(
         run_worker()
         finalize_jobs = [
             job
-            for job in jobs.queue().finished_job_registry.get_job_ids()
-            if jobs.queue().fetch_job(job).func_name.endswith("finalize_run_job")
+            for job in eval_queue.queue().finished_job_registry.get_job_ids()
+            if eval_queue.queue().fetch_job(job).func_name.endswith("finalize_run_job")
         ]
         assert len(finalize_jobs) == 1
         # Running finalize or a shard again changes nothing.

@@ -6,9 +6,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from core.errors import PermissionDenied
 from leaderboards.models import LeaderboardFork, LeaderboardSnapshot, Score
 from leaderboards.services.boards import snapshot_create
-from tasks.errors import PermissionDenied
 from tests.factories import UserFactory
 from tests.leaderboards.boardkit import MAIN, table_for
 

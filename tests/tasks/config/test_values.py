@@ -18,8 +18,8 @@ from tasks.config.values import (
     check_model_output,
     check_prediction_row,
     check_worker_input,
-    selection_text,
 )
+from tasks.metrics.text import selection_text
 from tests.tasks.config.samples import own, supported_params
 
 PASSAGE = "The cat sat on the mat. The dog slept."

@@ -1,0 +1,7 @@
+"""The admin of the tasks app; ``base`` is the base admin every app's admin derives from.
+
+Django's admin autodiscovery imports ``tasks.admin``: importing the modules here is what
+registers their admins.
+"""
+
+from tasks.admin import proposals, site_settings, tasks  # noqa: F401 (registers the admins)
