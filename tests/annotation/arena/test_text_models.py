@@ -1,0 +1,135 @@
+"""Text models in battles: a registered text model (``dynatask`` protocol, a real loopback
+model server) answers a one-turn battle beside a chat model, through the task's model input
+mapping; a multi-turn arena leaves text models out with a coded reason the owners see."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import transaction
+
+from annotation.arena import services
+from annotation.arena.export import battle_lines
+from annotation.arena.selectors import TEXT_MODEL_MULTI_TURN, arena_board, skipped_models
+from annotation.chat import services as chat_services
+from annotation.chat.models import ChatReply, ReplyStatus
+from core.errors import Conflict
+from models_hub import services as hub_services
+from tasks.services import task_update_config
+from tests.annotation.arena.fixtures import start
+from tests.annotation.chat.fixtures import pump
+from tests.annotation.conftest import ServerHandle
+from tests.factories import demo_config
+
+
+class EchoTextHandler:
+    """A text model of the arena task: it reads the request key ``prompt`` (the config's
+    ``model_input`` renames ``message``) and answers ``reply``; it keeps what it was sent."""
+
+    model_version = "echo-text-1"
+
+    def __init__(self):
+        self.received: list[dict] = []
+        self.lock = threading.Lock()
+
+    def predict(self, batch: list[dict]) -> list[dict]:
+        with self.lock:
+            self.received.extend(batch)
+        return [{"reply": f"Text answer: {item.get('prompt', '?').upper()}"} for item in batch]
+
+
+@pytest.fixture
+def text_server():
+    handler = EchoTextHandler()
+    handle = ServerHandle(handler)
+    handle.handler = handler
+    yield handle
+    handle.stop()
+
+
+def _config(max_turns: int) -> str:
+    yaml = demo_config("arena").replace("max_turns: 4", f"max_turns: {max_turns}")
+    return yaml + "model_input:\n  prompt: message\n"
+
+
+def _use_config(task, owner, yaml: str) -> None:
+    with transaction.atomic():
+        task_update_config(task, yaml, user=owner)
+    task.refresh_from_db()
+
+
+def _register_text_model(task, owner, url: str, name: str = "Echo text"):
+    model = hub_services.model_register(
+        task=task,
+        owner=owner,
+        name=name,
+        endpoint_url=url,
+        protocol="dynatask",
+        read_timeout=5.0,
+        in_loop=False,
+        trial=False,
+        is_published=True,
+    )
+    round_ = task.rounds.get(number=1)
+    hub_services.model_set_in_loop(round_, [*round_.in_loop_models.all(), model], owner)
+    return model
+
+
+def _leave_one_chat_model(task, owner) -> None:
+    round_ = task.rounds.get(number=1)
+    hub_services.model_set_in_loop(round_, [task.arena_models[0]], owner)
+
+
+def test_a_text_model_answers_a_one_turn_battle_beside_a_chat_model(
+    arena_task, owner, voter_actor, text_server
+):
+    _use_config(arena_task, owner, _config(1))
+    _leave_one_chat_model(arena_task, owner)
+    text_model = _register_text_model(arena_task, owner, text_server.url)
+    battle = start(arena_task, voter_actor)
+    assert text_model.pk in (battle.model_a_id, battle.model_b_id)
+    chat_services.turn_send(battle.conversation, voter_actor, "Why is the sky blue?")
+    pump()
+    replies = {
+        reply.model_id: reply
+        for reply in ChatReply.objects.filter(turn__conversation=battle.conversation)
+    }
+    assert {reply.status for reply in replies.values()} == {ReplyStatus.DONE}
+    assert replies[text_model.pk].text == "Text answer: WHY IS THE SKY BLUE?"
+    assert replies[text_model.pk].model_version == "echo-text-1"
+    assert replies[arena_task.arena_models[0].pk].text  # the chat model answered as usual
+    # Through the model input mapping: the message under the request key "prompt".
+    assert [item["prompt"] for item in text_server.handler.received] == ["Why is the sky blue?"]
+    assert "message" not in text_server.handler.received[0]
+    voted = services.battle_vote(battle, voter_actor, "a")
+    assert voted.void_reason == "" and voted.length_a > 0 and voted.length_b > 0
+    board = arena_board(arena_task)
+    assert {row.name for row in board.rows} == {"Echo text", "Retrieval"}
+    line = next(iter(battle_lines(arena_task)))
+    assert "Text answer: WHY IS THE SKY BLUE?" in line
+
+
+def test_a_multi_turn_arena_leaves_text_models_out_with_a_reason(
+    arena_task, owner, voter_actor, text_server, client
+):
+    _use_config(arena_task, owner, _config(3))
+    text_model = _register_text_model(arena_task, owner, text_server.url)
+    for _ in range(6):
+        battle = start(arena_task, voter_actor)
+        assert text_model.pk not in (battle.model_a_id, battle.model_b_id)
+        battle.conversation.delete()
+    [skipped] = skipped_models(arena_task)
+    assert skipped.model_id == text_model.pk and skipped.code == TEXT_MODEL_MULTI_TURN
+    client.force_login(owner)
+    page = client.get("/tasks/arena/arena/manage/").content.decode()
+    assert "Echo text" in page and TEXT_MODEL_MULTI_TURN in page
+    # With one chat model left, no battle can be drawn: the refusal says why.
+    _leave_one_chat_model(arena_task, owner)
+    hub_services.model_set_in_loop(
+        arena_task.rounds.get(number=1), [arena_task.arena_models[0], text_model], owner
+    )
+    with pytest.raises(Conflict) as refused:
+        start(arena_task, voter_actor)
+    assert refused.value.code == "arena.no_models" and "text model" in refused.value.message
+    assert text_server.handler.received == []
