@@ -21,6 +21,7 @@ from tests.annotation.arena.fixtures import start
 from tests.annotation.chat.fixtures import pump
 from tests.annotation.conftest import ServerHandle
 from tests.factories import demo_config
+from tests.models_hub.servers import HFHandler, RecordingServer, running
 
 
 class EchoTextHandler:
@@ -59,17 +60,20 @@ def _use_config(task, owner, yaml: str) -> None:
     task.refresh_from_db()
 
 
-def _register_text_model(task, owner, url: str, name: str = "Echo text"):
+def _register_text_model(
+    task, owner, url: str, name: str = "Echo text", protocol: str = "dynatask", **fields
+):
     model = hub_services.model_register(
         task=task,
         owner=owner,
         name=name,
         endpoint_url=url,
-        protocol="dynatask",
+        protocol=protocol,
         read_timeout=5.0,
         in_loop=False,
         trial=False,
         is_published=True,
+        **fields,
     )
     round_ = task.rounds.get(number=1)
     hub_services.model_set_in_loop(round_, [*round_.in_loop_models.all(), model], owner)
@@ -133,3 +137,64 @@ def test_a_multi_turn_arena_leaves_text_models_out_with_a_reason(
         start(arena_task, voter_actor)
     assert refused.value.code == "arena.no_models" and "text model" in refused.value.message
     assert text_server.handler.received == []
+
+
+SENTIMENT_OUTPUT = """output:
+  - name: sentiment
+    type: multiclass
+    labels: [negative, neutral, positive]
+perf_metric:
+  type: macro_f1
+  reference_name: sentiment"""
+
+
+class LabelHandler:
+    """A ``dynatask`` classifier of the sentiment arena: positive when the text says "good"."""
+
+    def predict(self, batch: list[dict]) -> list[dict]:
+        return [
+            {"sentiment": "positive" if "good" in item["message"] else "negative"} for item in batch
+        ]
+
+
+def test_two_text_protocols_battle_in_a_classification_arena(arena_task, owner, voter_actor):
+    """A one-turn arena whose output is a label: an ``hf_text_classification`` server (its
+    labels mapped by ``label_map``) against a ``dynatask`` one; each answer is the label."""
+    yaml = demo_config("arena").replace("max_turns: 4", "max_turns: 1")
+    yaml = yaml.replace(
+        "output:\n  - name: reply\n    type: string\nperf_metric:\n  type: chrf\n"
+        "  reference_name: reply",
+        SENTIMENT_OUTPUT,
+    )
+    assert SENTIMENT_OUTPUT in yaml
+    _use_config(arena_task, owner, yaml)
+    hub_services.model_set_in_loop(arena_task.rounds.get(number=1), [], owner)
+    label_map = {"LABEL_0": "negative", "LABEL_1": "neutral", "LABEL_2": "positive"}
+    dynatask_server = ServerHandle(LabelHandler())
+    try:
+        with running(RecordingServer(HFHandler)) as hf_server:
+            hf = _register_text_model(
+                arena_task,
+                owner,
+                hf_server.url,
+                "HF classifier",
+                protocol="hf_text_classification",
+                options={"label_map": label_map},
+            )
+            labels = _register_text_model(arena_task, owner, dynatask_server.url, "Labeller")
+            battle = start(arena_task, voter_actor)
+            assert {battle.model_a_id, battle.model_b_id} == {hf.pk, labels.pk}
+            chat_services.turn_send(battle.conversation, voter_actor, "A good bicycle")
+            pump()
+            assert [request["body"] for request in hf_server.requests] == [
+                {"inputs": "A good bicycle"}
+            ]
+    finally:
+        dynatask_server.stop()
+    replies = ChatReply.objects.filter(turn__conversation=battle.conversation)
+    assert {(reply.model_id, reply.status, reply.text) for reply in replies} == {
+        (hf.pk, ReplyStatus.DONE, "positive"),
+        (labels.pk, ReplyStatus.DONE, "positive"),
+    }
+    voted = services.battle_vote(battle, voter_actor, "tie")
+    assert voted.void_reason == "" and arena_board(arena_task).battles == 1
