@@ -284,8 +284,9 @@ def test_an_unpublished_model_stays_off_the_public_board(world):
     it. The page is cached per visibility: the owners' page does not reach visitors."""
     hidden = _unpublish_first_model(world)
     owner = role_client(world, "owner")
-    for path in _board_paths(world.arena_task.code):
-        assert hidden in response_text(owner.get(path)), path
+    for role in ("owner", "superuser"):
+        for path in _board_paths(world.arena_task.code):
+            assert hidden in response_text(role_client(world, role).get(path)), (role, path)
     for role in (None, "worker", "other_owner", "staff"):
         client = Client() if role is None else role_client(world, role)
         for path in _board_paths(world.arena_task.code):
@@ -301,6 +302,20 @@ def test_an_unpublished_model_stays_off_the_public_board(world):
     # Ratings are fitted on every vote: the visible row's rating is the owners' one.
     rating = {row["model"]: row["rating"] for row in whole["rows"]}[ARENA_MODEL_NAMES[1]]
     assert public["rows"][0]["rating"] == rating
+
+
+def test_a_model_owner_sees_their_unpublished_model_and_nobody_else_does(world):
+    """The board shows a user their own unpublished model; the page cached for them is not
+    the one visitors get, before or after."""
+    from models_hub.models import Model
+
+    hidden = _unpublish_first_model(world)
+    Model.objects.filter(task=world.arena_task, name=hidden).update(owner=world.users["worker"])
+    path = reverse("annotation:arena_board", kwargs={"code": world.arena_task.code})
+    assert hidden not in response_text(Client().get(path))
+    assert hidden in response_text(role_client(world, "worker").get(path))
+    assert hidden not in response_text(Client().get(path))
+    assert hidden not in response_text(role_client(world, "other_owner").get(path))
 
 
 def test_a_snapshot_freezes_the_public_view_too(world):
