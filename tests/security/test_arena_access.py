@@ -346,14 +346,19 @@ def test_a_snapshot_freezes_the_public_view_too(world):
 
 def test_the_reveal_does_not_name_an_unpublished_model(world):
     """After the vote, the worker reads a neutral label for a model whose card they may not
-    see: on the battle page, the battle API, chat's pages and API of its conversation."""
-    hidden = _unpublish_first_model(world)
+    see: on the battle page, the battle API, chat's pages and API of its conversation, and
+    the API of the battle's example (which names seat A's model)."""
+    from models_hub.models import Model
+
     battle, conversation = world.voted_battle, world.voted_battle.conversation_id
+    hidden, shown = battle.model_a_name, battle.model_b_name
+    Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
     client = role_client(world, "worker")
+    code = world.arena_task.code
     paths = [
-        reverse("annotation:arena_battle", kwargs={"code": world.arena_task.code, "pk": battle.pk}),
+        reverse("annotation:arena_battle", kwargs={"code": code, "pk": battle.pk}),
         reverse("api:battle-detail", kwargs={"pk": battle.pk}),
-        reverse("annotation:chat_page", kwargs={"code": world.arena_task.code, "pk": conversation}),
+        reverse("annotation:chat_page", kwargs={"code": code, "pk": conversation}),
         reverse("api:conversation-detail", kwargs={"pk": conversation}),
     ]
     for path in paths:
@@ -361,9 +366,12 @@ def test_the_reveal_does_not_name_an_unpublished_model(world):
         assert response.status_code == 200, path
         text = response_text(response)
         assert hidden not in text, path
-        assert ARENA_MODEL_NAMES[1] in text, path
+        assert shown in text, path
     body = client.get(paths[1]).json()
-    assert "an unpublished model" in (body["model_a"], body["model_b"])
+    assert (body["model_a"], body["model_b"]) == ("an unpublished model", shown)
+    example = battle.conversation.example_id
+    body = client.get(reverse("api:example-detail", kwargs={"pk": example})).json()
+    assert body["model"] is None and hidden not in json.dumps(body)
 
 
 def test_an_unsealed_export_does_not_name_an_unpublished_model(world):
