@@ -1,12 +1,13 @@
 """Reads of the arena: its config, a worker's battle, the counted battles, the cached board,
 the votes of a worker today, the raters' agreement flags, exclusions and snapshots.
 
-Ratings are fitted on every counted battle; what a viewer is shown (``arena_board_for``) leaves out
-the models whose card is a 404 to them (unpublished, not theirs), as the Dynascore board does. A
-battle counts on the board when it has a vote, the vote is not void, and its worker's votes are not
-excluded. The board is cached under the task's config version and board generation, which every vote
-and exclusion bumps (``board_generation_bump``, called by ``board_page.board_changed``), so a cached
-board is never stale and the cache needs no expiry to be right.
+Ratings are fitted on every counted battle; what a viewer is shown (``arena_board_for``)
+leaves out the models whose card is a 404 to them (unpublished, not theirs), as the
+Dynascore board does. A battle counts on the board when it has a vote, the vote is not void,
+and its worker's votes are not excluded. The board is cached under the task's config version
+and board generation, which every vote and exclusion bumps (``board_generation_bump``,
+called by ``board_page.board_changed``), so a cached board is never stale and the cache
+needs no expiry to be right.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class SkippedModel:
 
 def arena_candidates(round_, chat: ChatConfig) -> tuple[list[Model], list[SkippedModel]]:
     """The models a battle may draw: the round's models in the loop with an endpoint (chat or
-    text: ``chat.text_models``), healthy or not yet checked; and the text models left out
+    text: ``annotation.chat.text_models``), healthy or not yet checked; and the text models left out
     because a battle of this arena may have more than one turn (a text model answers one
     message). One query."""
     models = list(

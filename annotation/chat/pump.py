@@ -13,10 +13,9 @@ connection, kept while it runs), then a thread asks the model with
 token; the chat config's ``reply_timeout`` and ``reply_max_chars``), publishes the text as it
 comes (``streams``, batched every ``FLUSH_SECONDS``), then stores the finished reply in one
 conditional UPDATE (on a connection of its own, closed at once: no thread holds one while a
-model streams) and publishes a terminal event. A text model in an arena battle
-(``text_models``) is asked once about the turn's message with ``models_hub.client.predict``
-and its answer published whole. A Cancel (``streams.request_cancel``) is
-seen between two reads.
+model streams) and publishes a terminal event. A Cancel (``streams.request_cancel``) is
+seen between two reads. A text model in an arena battle (``text_models``) is asked once about
+the turn's message with ``models_hub.client.predict``, and its answer published whole.
 
 The pump renews its flag while it works, and lets it go when nothing is pending and no stream
 runs (after ``linger_seconds()`` of waiting for more, unless other jobs wait for the worker).
