@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from annotation.models import ExampleStatus, ValidationLabel
 from api.fields import JSONObjectField
+from tasks.permissions import can_manage_task
 
 MAX_SYNC_TIMEOUT = 10.0
 
@@ -55,7 +56,9 @@ class ExampleSerializer(serializers.Serializer):
     asked_label = serializers.CharField(help_text="The goal label the platform asked for.")
     goal_label = serializers.CharField(help_text="The goal label the worker chose.")
     status = serializers.ChoiceField(choices=ExampleStatus.choices)
-    model = serializers.SerializerMethodField()
+    model = serializers.SerializerMethodField(
+        help_text="The model's name; null when its card is hidden from you (unpublished)."
+    )
     model_output = JSONObjectField(allow_null=True)
     model_latency_ms = serializers.FloatField(allow_null=True)
     model_error_code = serializers.CharField()
@@ -73,7 +76,23 @@ class ExampleSerializer(serializers.Serializer):
     status_url = serializers.SerializerMethodField()
 
     def get_model(self, example) -> str | None:
-        return example.model.name if example.model_id and example.model else None
+        model = example.model if example.model_id else None
+        if model is None:
+            return None
+        return model.name if self._may_see(model, example) else None
+
+    def _may_see(self, model, example) -> bool:
+        """A model whose card is a 404 to the reader (unpublished, not theirs, and they do
+        not own the task) is not named: an arena battle's example holds seat A's model.
+        The task's ownership is read once per task and request."""
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if model.is_published or (user is not None and user.pk and model.owner_id == user.pk):
+            return True
+        manages = self.context.setdefault("manages_task", {})
+        if example.task_id not in manages:
+            manages[example.task_id] = can_manage_task(user, example.task)
+        return manages[example.task_id]
 
     def get_status_url(self, example) -> str:
         path = reverse("api:example-detail", args=[example.pk])

@@ -139,6 +139,21 @@ def model_list_for_task(task: Task, user) -> list[Model]:
     return [_label_owner(model, user, manages) for model in models.order_by("name", "pk")]
 
 
+def model_ids_hidden_from(task: Task, user) -> frozenset[int]:
+    """Return the ids of ``task``'s models whose card is a 404 to ``user``.
+
+    The rule of ``model_get_visible``: unpublished models but the user's own, and none for
+    the task's owners. One query (plus one for ownership when the task's owners are not
+    prefetched).
+    """
+    if can_manage_task(user, task):
+        return frozenset()
+    models = Model.objects.filter(task=task, is_published=False)
+    if user is not None and user.is_authenticated:
+        models = models.exclude(owner=user)
+    return frozenset(models.values_list("pk", flat=True))
+
+
 def model_get_visible(pk: int, user) -> Model:
     """Return model ``pk`` with ``owner_display`` if ``user`` may see it, else raise NotFound."""
     model = (

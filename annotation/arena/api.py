@@ -20,15 +20,17 @@ from annotation.api import JSONLinesBytesRenderer, JSONLinesRenderer, actor_of
 from annotation.arena import services
 from annotation.arena.export import battle_lines
 from annotation.arena.selectors import (
-    arena_board,
+    arena_board_for,
     arena_config,
     battle_for_actor,
     exclusions,
     rater_flags,
+    snapshot_board_for,
     snapshot_get,
     snapshots,
 )
 from annotation.arena.serializers import (
+    UNLISTED_NAME,
     ArenaBattleSerializer,
     ArenaBoardQuerySerializer,
     ArenaBoardSerializer,
@@ -39,11 +41,14 @@ from annotation.arena.serializers import (
     ArenaSnapshotDetailSerializer,
     ArenaSnapshotSerializer,
     ArenaVoteSerializer,
+    shown_void_reason,
 )
 from annotation.chat.models import ConversationStatus
+from annotation.chat.selectors import unlisted_positions
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor
 from api.permissions import require
 from core.errors import Conflict
+from models_hub.selectors import model_ids_hidden_from
 from tasks.permissions import can_manage_task
 from tasks.selectors import task_get_visible
 
@@ -57,16 +62,24 @@ EXPORT_DESCRIPTION = (
 
 def battle_body(battle) -> dict:
     revealed = bool(battle.revealed_at) or battle.conversation.status != ConversationStatus.ACTIVE
+    names, unlisted = ["Model A", "Model B"], frozenset()
+    if revealed:
+        conversation = battle.conversation
+        unlisted = unlisted_positions(conversation, list(conversation.seats.all()))
+        names = [
+            UNLISTED_NAME if position in unlisted else name
+            for position, name in enumerate((battle.model_a_name, battle.model_b_name))
+        ]
     return ArenaBattleSerializer(
         {
             "id": battle.pk,
             "task": battle.task.code,
             "conversation_id": battle.conversation_id,
-            "model_a": battle.model_a_name if revealed else "Model A",
-            "model_b": battle.model_b_name if revealed else "Model B",
+            "model_a": names[0],
+            "model_b": names[1],
             "revealed": revealed,
             "vote": battle.vote,
-            "void_reason": battle.void_reason,
+            "void_reason": shown_void_reason(battle.void_reason, unlisted),
             "voted_at": battle.voted_at,
         }
     ).data
@@ -136,7 +149,8 @@ class BoardView(APIView):
         task = _arena_task(request, code)
         query = ArenaBoardQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        board = arena_board(task, style_control=query.validated_data.get("style"))
+        style = query.validated_data.get("style")
+        board = arena_board_for(task, request.user, style_control=style)
         return Response({"task": task.code, **board.as_dict()})
 
 
@@ -171,7 +185,9 @@ class SnapshotDetailView(APIView):
     )
     def get(self, request, code: str, snapshot_id: int):
         task = _arena_task(request, code)
-        return Response(ArenaSnapshotDetailSerializer(snapshot_get(task, snapshot_id)).data)
+        snapshot = snapshot_get(task, snapshot_id)
+        body = ArenaSnapshotDetailSerializer(snapshot).data
+        return Response({**body, "board": snapshot_board_for(task, snapshot, request.user)})
 
 
 class RaterListView(APIView):
@@ -236,7 +252,8 @@ class BattleExportView(APIView):
             content_type = JSONLinesBytesRenderer.media_type
         else:
             content_type = f"{JSONLinesRenderer.media_type}; charset=utf-8"
-        response = StreamingHttpResponse(battle_lines(task), content_type=content_type)
+        hidden = model_ids_hidden_from(task, request.user)
+        response = StreamingHttpResponse(battle_lines(task, hidden), content_type=content_type)
         response["Content-Disposition"] = f'attachment; filename="{task.code}-arena-battles.jsonl"'
         response["Cache-Control"] = "no-store"
         return response

@@ -8,6 +8,11 @@ with style control its length-controlled rating; the battle-count and win-fracti
 in the rows' order; and, for pair sampling, each pair's share of resamples in which its
 first model (lower id) is rated higher.
 
+``board_view`` is what one viewer gets: the board without the rows and matrix lines of the
+models hidden from them (unpublished models they may not see), ranks renumbered and each
+row's "ahead of the next" share taken against the next row they see. The ratings, intervals
+and Elo are those fitted on every counted battle, whoever looks.
+
 Models are indexed by ascending id, so neither the order of the battles nor the ids' values
 change a Bradley-Terry rating; the bootstrap seed is fixed, so a board never changes between
 two visits with the same battles.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -200,4 +205,64 @@ def _pair_ahead(ids: list[int], resamples: np.ndarray) -> dict[tuple[int, int], 
         (ids[i], ids[j]): float(share[i, j])
         for i in range(len(ids))
         for j in range(i + 1, len(ids))
+    }
+
+
+def share_above(pair_ahead: dict[tuple[int, int], float], upper: int, lower: int) -> float:
+    """The share of resamples rating model ``upper`` above ``lower`` (ties counting half)."""
+    if upper < lower:
+        return pair_ahead.get((upper, lower), float("nan"))
+    return 1.0 - pair_ahead.get((lower, upper), float("nan"))
+
+
+def board_view(board: ArenaBoard, hidden: frozenset[int] | set[int]) -> ArenaBoard:
+    """The board without the models of ``hidden`` (see the module docstring)."""
+    if not hidden or not any(row.model_id in hidden for row in board.rows):
+        return board
+    keep = [index for index, row in enumerate(board.rows) if row.model_id not in hidden]
+    rows = []
+    for rank, index in enumerate(keep, start=1):
+        row = board.rows[index]
+        ahead = None
+        if rank < len(keep):
+            ahead = share_above(board.pair_ahead, row.model_id, board.rows[keep[rank]].model_id)
+        tie = ahead is not None and ratings.is_tie(ahead)
+        rows.append(replace(row, rank=rank, ahead=ahead, tie_with_next=tie))
+    return replace(
+        board,
+        rows=rows,
+        battle_matrix=[[board.battle_matrix[i][j] for j in keep] for i in keep],
+        win_matrix=[[board.win_matrix[i][j] for j in keep] for i in keep],
+        pair_ahead={
+            pair: share
+            for pair, share in board.pair_ahead.items()
+            if not (pair[0] in hidden or pair[1] in hidden)
+        },
+    )
+
+
+def board_dict_without(body: dict, hidden: frozenset[int] | set[int]) -> dict:
+    """A board's JSON (a snapshot frozen before snapshots kept their public view) without the
+    rows and matrix lines of ``hidden``; a row whose next row is gone loses its share."""
+    rows = body.get("rows", [])
+    if not hidden or not any(row.get("model_id") in hidden for row in rows):
+        return body
+    keep = [index for index, row in enumerate(rows) if row.get("model_id") not in hidden]
+    kept_rows = []
+    for rank, index in enumerate(keep, start=1):
+        row = dict(rows[index], rank=rank)
+        following = keep[rank] if rank < len(keep) else None
+        if following != index + 1:
+            row["ahead_of_next"], row["tie_with_next"] = None, False
+        kept_rows.append(row)
+
+    def cut(matrix):
+        return [[matrix[i][j] for j in keep] for i in keep] if matrix else matrix
+
+    return {
+        **body,
+        "rows": kept_rows,
+        "models": [row.get("model") for row in kept_rows],
+        "battle_matrix": cut(body.get("battle_matrix")),
+        "win_fraction_matrix": cut(body.get("win_fraction_matrix")),
     }

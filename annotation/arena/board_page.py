@@ -1,19 +1,21 @@
 """The board page's HTML, cached with the board, and refreshed by a job after each change.
 
 ``board_fragment`` returns the board's HTML (counts, table, matrices) for the task's board
-now, from the cache when it is there: a visit between two votes renders nothing that grows
+now, as a viewer who may not see the ``hidden`` models gets it, from the cache (keyed by that
+set too) when it is there: a visit between two votes renders nothing that grows
 with the number of models. ``board_changed`` (after a vote, an exclusion, synthetic votes)
 makes the cached board stale (``selectors.board_generation_bump``) and queues
 ``arena_board_refresh_job`` on the live queue (one per task at a time), which refits the board
-(1,000 bootstrap refits: about a second at 50 models) and renders its HTML, so that the
+(1,000 bootstrap refits: about a second at 50 models) and renders visitors' HTML, so that the
 visitor after a vote does not pay for the fit. For ``REFRESH_SECONDS`` after a change, while
 that job runs, the page shows the last board it rendered; past that, or when there is none, it
-computes the board itself. The JSON, CSV and API read ``selectors.arena_board``, which is
+computes the board itself. The JSON, CSV and API read ``selectors.arena_board_for``, which is
 never stale.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 
@@ -22,11 +24,13 @@ from django.core.cache import cache
 from django.template.loader import render_to_string
 from redis.exceptions import RedisError
 
+from annotation.arena.board import board_view
 from annotation.arena.selectors import (
     CACHE_SECONDS,
     arena_board,
     board_cache_key,
     board_generation_bump,
+    public_model_ids_hidden,
 )
 
 logger = logging.getLogger(__name__)
@@ -42,9 +46,18 @@ def _queued_key(task_id: int) -> str:
     return f"arena-board-refresh-queued:{task_id}"
 
 
-def _latest_key(task, style_query: str) -> str:
+def visibility_key(hidden: frozenset[int]) -> str:
+    """The part of a cached page's key that says which models it leaves out ("all": none)."""
+    if not hidden:
+        return "all"
+    ids = ",".join(str(pk) for pk in sorted(hidden))
+    return hashlib.sha256(ids.encode()).hexdigest()[:24]
+
+
+def _latest_key(task, style_query: str, hidden: frozenset[int]) -> str:
     version = task.current_config_id or 0
-    return f"arena-board-html-latest:{task.pk}:{version}:{style_query}"
+    seen = visibility_key(hidden)
+    return f"arena-board-html-latest:{task.pk}:{version}:{style_query}:{seen}"
 
 
 def matrix_rows(board: dict) -> list[dict]:
@@ -56,8 +69,9 @@ def matrix_rows(board: dict) -> list[dict]:
     ]
 
 
-def _render(task, style_query: str) -> str:
-    board = arena_board(task, style_control=STYLES.get(style_query)).as_dict()
+def _render(task, style_query: str, hidden: frozenset[int]) -> str:
+    board = arena_board(task, style_control=STYLES.get(style_query))
+    board = board_view(board, hidden).as_dict()
     context = {
         "task": task,
         "board": board,
@@ -67,19 +81,29 @@ def _render(task, style_query: str) -> str:
     return render_to_string("annotation/arena/_board.html", context)
 
 
-def board_fragment(task, style_query: str = "", *, allow_stale: bool = True) -> str:
-    """The board's HTML (see the module docstring); ``style_query`` is "", "1" or "0"."""
-    key = f"{board_cache_key(task, STYLES.get(style_query))}:html:{style_query}"
+def board_fragment(
+    task,
+    style_query: str = "",
+    hidden: frozenset[int] = frozenset(),
+    *,
+    allow_stale: bool = True,
+) -> str:
+    """The board's HTML (see the module docstring); ``style_query`` is "", "1" or "0";
+    ``hidden``, the models the viewer may not see (``model_ids_hidden_from``). The page is
+    cached per set of hidden models, so no viewer is served a page rendered for another."""
+    seen = visibility_key(hidden)
+    key = f"{board_cache_key(task, STYLES.get(style_query))}:html:{style_query}:{seen}"
     fragment = cache.get(key)
     if fragment is not None:
         return fragment
+    latest_key = _latest_key(task, style_query, hidden)
     changed = cache.get(_changed_key(task.pk))
     if allow_stale and changed is not None and time.time() - changed < REFRESH_SECONDS:
-        latest = cache.get(_latest_key(task, style_query))
+        latest = cache.get(latest_key)
         if latest is not None:
             return latest
-    fragment = _render(task, style_query)
-    cache.set_many({key: fragment, _latest_key(task, style_query): fragment}, timeout=CACHE_SECONDS)
+    fragment = _render(task, style_query, hidden)
+    cache.set_many({key: fragment, latest_key: fragment}, timeout=CACHE_SECONDS)
     return fragment
 
 
@@ -108,5 +132,6 @@ def arena_board_refresh_job(task_id: int) -> bool:
     parsed = task.config if task is not None else None
     if parsed is None or parsed.arena is None:
         return False
-    board_fragment(task, "", allow_stale=False)
+    # The page visitors get (most visits); owners' and model owners' pages render on demand.
+    board_fragment(task, "", public_model_ids_hidden(task), allow_stale=False)
     return True

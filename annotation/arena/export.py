@@ -10,6 +10,9 @@ preference data in the conversational layout of TRL's DPO trainer that chat's
 ``rejected`` the rest of the winning and losing side's conversations (one assistant message
 for a one-turn battle). A tie or "both bad" gives ``preference: null``.
 
+A reader who may not see a model's card (unpublished, not theirs) reads "an unpublished
+model" for its name, wherever it would appear (``without_names``).
+
 Battles are read by primary key in chunks with their conversations, seats, turns and replies
 (one query each per chunk), and the exclusions once.
 """
@@ -23,6 +26,7 @@ from typing import Any
 from django.db.models import Prefetch
 
 from annotation.arena.models import ArenaBattle, ArenaExclusion
+from annotation.arena.serializers import UNLISTED_NAME, shown_void_reason
 from annotation.chat.export import conversation_metadata
 from annotation.chat.models import ChatReply, ChatTurn, ConversationSeat
 from annotation.chat.selectors import assistant_text
@@ -103,8 +107,37 @@ def battle_record(battle: ArenaBattle, excluded: str | None) -> dict[str, Any]:
     }
 
 
-def battle_lines(task) -> Iterator[str]:
-    """Every voted battle of ``task``, one JSON object per line."""
+def without_names(record: dict[str, Any], battle: ArenaBattle, hidden) -> dict[str, Any]:
+    """``record`` with the names (and reported versions) of the models of ``hidden`` replaced
+    by a neutral label, and its void reason unquoted, for a reader who may not see them."""
+    positions = {
+        position
+        for position, model_id in enumerate((battle.model_a_id, battle.model_b_id))
+        if model_id in hidden
+    }
+    if not positions:
+        return record
+    names = {0: record["model_a"], 1: record["model_b"]}
+    gone = {names[position] for position in positions}
+    for position in positions:
+        record["model_" + "ab"[position]] = UNLISTED_NAME
+    record["void_reason"] = shown_void_reason(record["void_reason"] or "", True) or None
+    metadata = record["metadata"]
+    for seat in metadata.get("models", []):
+        if seat.get("name") in gone:
+            seat["name"] = UNLISTED_NAME
+    for turn in metadata.get("turns", []):
+        if turn.get("best") in gone:
+            turn["best"] = UNLISTED_NAME
+        for reply in turn.get("replies", []):
+            if reply.get("model") in gone:
+                reply["model"], reply["model_version"] = UNLISTED_NAME, ""
+    return record
+
+
+def battle_lines(task, hidden: frozenset[int] = frozenset()) -> Iterator[str]:
+    """Every voted battle of ``task``, one JSON object per line; the models of ``hidden``
+    (those the reader may not see: ``model_ids_hidden_from``) are not named."""
     reasons = _exclusion_reasons(task)
     for chunk in _chunks(task):
         for battle in chunk:
@@ -112,4 +145,6 @@ def battle_lines(task) -> Iterator[str]:
             battle.conversation.task = task
             rater = f"u:{battle.user_id}" if battle.user_id else f"c:{battle.campaign_worker_id}"
             record = battle_record(battle, reasons.get(rater))
+            if hidden:
+                record = without_names(record, battle, hidden)
             yield json.dumps(record, ensure_ascii=False) + "\n"

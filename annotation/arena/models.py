@@ -112,11 +112,14 @@ class ArenaExclusion(models.Model):
 
 
 class ArenaSnapshot(models.Model):
-    """A frozen arena board, as its JSON export was when the owner took it."""
+    """A frozen arena board, as its JSON export was when the owner took it: the whole board
+    (for the task's owners) and the public one (without the unpublished models)."""
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="arena_snapshots")
     name = models.CharField(max_length=200, blank=True)
     board = models.JSONField()
+    # The board as visitors saw it then; null for snapshots frozen before it was kept.
+    public_board = models.JSONField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

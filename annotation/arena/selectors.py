@@ -1,11 +1,13 @@
 """Reads of the arena: its config, a worker's battle, the counted battles, the cached board,
 the votes of a worker today, the raters' agreement flags, exclusions and snapshots.
 
-A battle counts on the board when it has a vote, the vote is not void, and its worker's votes
-are not excluded. The board is cached under the task's config version and board generation,
-which every vote and exclusion bumps (``board_generation_bump``, called by
-``board_page.board_changed``), so a cached board is never stale and the cache needs no expiry
-to be right.
+Ratings are fitted on every counted battle; what a viewer is shown (``arena_board_for``)
+leaves out the models whose card is a 404 to them (unpublished, not theirs), as the
+Dynascore board does. A battle counts on the board when it has a vote, the vote is not void,
+and its worker's votes are not excluded. The board is cached under the task's config version
+and board generation, which every vote and exclusion bumps (``board_generation_bump``,
+called by ``board_page.board_changed``), so a cached board is never stale and the cache
+needs no expiry to be right.
 """
 
 from __future__ import annotations
@@ -13,19 +15,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 
+from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.arena import hygiene
-from annotation.arena.board import ArenaBoard, CountedBattle, build_board
+from annotation.arena.board import (
+    ArenaBoard,
+    CountedBattle,
+    board_dict_without,
+    board_view,
+    build_board,
+)
 from annotation.arena.models import ArenaBattle, ArenaExclusion, ArenaSnapshot
 from annotation.campaigns.actors import Actor
 from annotation.chat.models import ConversationStatus
 from annotation.chat.selectors import is_owner
+from annotation.chat.text_models import is_text_protocol
 from core.errors import NotFound
+from models_hub.models import Model, Protocol
+from models_hub.selectors import PICKABLE_STATUSES, model_ids_hidden_from
 from tasks.config.arena import ArenaConfig
 from tasks.config.chat import ChatConfig
+from tasks.permissions import can_manage_task
 
 CACHE_SECONDS = 24 * 3600
 BOARD_FORMAT = 1
@@ -38,6 +51,56 @@ def arena_config(task) -> tuple[ArenaConfig, ChatConfig]:
     if parsed is None or parsed.arena is None or parsed.chat is None:
         raise NotFound("this task has no arena")
     return parsed.arena, parsed.chat
+
+
+TEXT_MODEL_MULTI_TURN = "arena.text_model_multi_turn"
+
+
+@dataclass(frozen=True)
+class SkippedModel:
+    """A model of the round's loop that takes no seat in this arena's battles, and why."""
+
+    model_id: int
+    name: str
+    code: str
+    reason: str
+
+
+def arena_candidates(round_, chat: ChatConfig) -> tuple[list[Model], list[SkippedModel]]:
+    """The models a battle may draw: the round's models in the loop with an endpoint (chat or
+    text: ``annotation.chat.text_models``), healthy or not yet checked; and the text models left out
+    because a battle of this arena may have more than one turn (a text model answers one
+    message). One query."""
+    models = list(
+        Model.objects.filter(round_models__round=round_, status__in=PICKABLE_STATUSES)
+        .exclude(endpoint_url="")
+        .exclude(protocol=Protocol.NONE)
+        .select_related("task")
+        .order_by("pk")
+    )
+    if chat.max_turns <= 1:
+        return models, []
+    reason = (
+        f"a text model answers one message, and this arena's battles have up to "
+        f"{chat.max_turns} turns (set chat.max_turns: 1 to seat it)"
+    )
+    skipped = [
+        SkippedModel(model.pk, model.name, TEXT_MODEL_MULTI_TURN, reason)
+        for model in models
+        if is_text_protocol(model.protocol)
+    ]
+    return [model for model in models if not is_text_protocol(model.protocol)], skipped
+
+
+def skipped_models(task) -> list[SkippedModel]:
+    """The models in the loop of the task's open rounds that take no seat, and why (for the
+    owners' page). One query per open round (one, usually) and one for the rounds."""
+    _, chat = arena_config(task)
+    skipped: dict[int, SkippedModel] = {}
+    for round_ in task.rounds.filter(is_open=True).order_by("number"):
+        for model in arena_candidates(round_, chat)[1]:
+            skipped.setdefault(model.model_id, model)
+    return list(skipped.values())
 
 
 def has_arena(task) -> bool:
@@ -151,6 +214,28 @@ def arena_board(task, *, style_control: bool | None = None) -> ArenaBoard:
             {key: board, _pair_ahead_key(task.pk): board.pair_ahead}, timeout=CACHE_SECONDS
         )
     return board
+
+
+def arena_board_for(task, user, *, style_control: bool | None = None) -> ArenaBoard:
+    """The board as ``user`` may see it: without the models hidden from them."""
+    board = arena_board(task, style_control=style_control)
+    return board_view(board, model_ids_hidden_from(task, user))
+
+
+def public_model_ids_hidden(task) -> frozenset[int]:
+    """The models hidden from visitors (every unpublished model of the task)."""
+    return model_ids_hidden_from(task, AnonymousUser())
+
+
+def snapshot_board_for(task, snapshot: ArenaSnapshot, user) -> dict:
+    """A frozen board as ``user`` may see it: the whole one for the task's owners, else the
+    public view frozen with it (or, for a snapshot older than that, the whole one without
+    the models hidden from visitors now)."""
+    if can_manage_task(user, task):
+        return snapshot.board
+    if snapshot.public_board is not None:
+        return snapshot.public_board
+    return board_dict_without(snapshot.board, public_model_ids_hidden(task))
 
 
 def _pair_ahead_key(task_id: int) -> str:

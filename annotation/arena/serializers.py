@@ -6,6 +6,17 @@ from rest_framework import serializers
 
 from annotation.arena.models import Vote
 
+# What a voter (or a visitor of an unsealed export) reads for a model whose card they may not
+# see (unpublished, not theirs): the name never reaches them.
+UNLISTED_NAME = "an unpublished model"
+# A void reason quotes the word that named a model: for a battle with such a model, not quoted.
+UNLISTED_VOID_REASON = "an answer names a model"
+
+
+def shown_void_reason(reason: str, unlisted) -> str:
+    """The void reason as a voter who may not see one of the battle's models reads it."""
+    return UNLISTED_VOID_REASON if reason and unlisted else reason
+
 
 class ArenaBattleSerializer(serializers.Serializer):
     id = serializers.IntegerField()
@@ -13,8 +24,11 @@ class ArenaBattleSerializer(serializers.Serializer):
     conversation_id = serializers.IntegerField(
         help_text="Send turns and read replies through the conversations API."
     )
-    model_a = serializers.CharField(help_text="'Model A' until the vote, then its name.")
-    model_b = serializers.CharField(help_text="'Model B' until the vote, then its name.")
+    model_a = serializers.CharField(
+        help_text="'Model A' until the vote, then its name ('an unpublished model' when its "
+        "card is hidden from you)."
+    )
+    model_b = serializers.CharField(help_text="'Model B' until the vote, then as model_a.")
     revealed = serializers.BooleanField()
     vote = serializers.CharField(help_text="a, b, tie, both_bad, or empty before the vote.")
     void_reason = serializers.CharField(help_text="Why the vote does not count, or empty.")

@@ -2,7 +2,8 @@
 votes, freeze the board.
 
 A battle is a chat conversation (``annotation.chat``) with two seats, model A at position 0
-and model B at position 1, drawn by ``pairing`` over the round's chat models; the turns are
+and model B at position 1, drawn by ``pairing`` over the round's models with an endpoint (chat
+models, and text models when a battle has one turn: ``selectors.arena_candidates``); the turns are
 sent, streamed, retried and cancelled by chat's services and pages. The vote finishes the
 conversation (``chat.services.conversation_finish``: it becomes an Example), which is what
 shows the models' names; a battle whose conversation was finished without a vote was revealed
@@ -16,17 +17,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.arena import hygiene, pairing
+from annotation.arena.board import board_view
 from annotation.arena.board_page import board_changed
 from annotation.arena.models import ArenaBattle, ArenaExclusion, ArenaSnapshot, Vote
 from annotation.arena.selectors import (
     arena_board,
+    arena_candidates,
     arena_config,
     pair_ahead,
     pair_battles,
+    public_model_ids_hidden,
     votes_today,
 )
 from annotation.campaigns.actors import Actor
-from annotation.chat.draws import chat_candidates
 from annotation.chat.models import Conversation, ConversationSeat, ConversationStatus, ReplyStatus
 from annotation.chat.selectors import is_owner, turn_finished, turns_with_replies
 from annotation.chat.services import FinishForm, conversation_finish
@@ -52,10 +55,14 @@ def _check_cap(task: Task, actor: Actor, cap: int) -> None:
 
 
 def _draw_pair(task: Task, round_: Round, rng: np.random.Generator):
-    config, _ = arena_config(task)
-    models = {model.pk: model for model in chat_candidates(round_)}
+    config, chat = arena_config(task)
+    candidates, skipped = arena_candidates(round_, chat)
+    models = {model.pk: model for model in candidates}
     if len(models) < 2:
-        raise Conflict("an arena needs two chat models in the loop", code="arena.no_models")
+        message = "an arena needs two models with an endpoint in the loop"
+        if skipped:
+            message += f" ({len(skipped)} text model(s) left out: {skipped[0].reason})"
+        raise Conflict(message, code="arena.no_models")
     battles = pair_battles(task)
     if config.pairing == "uncertain":
         ahead = pair_ahead(task)
@@ -208,4 +215,8 @@ def snapshot_create(task: Task, *, by, name: str = "") -> ArenaSnapshot:
     board = arena_board(task)
     name = (name or "").strip()[:200]
     body = {"task": task.code, **board.as_dict()}
-    return ArenaSnapshot.objects.create(task=task, name=name, board=body, created_by=by)
+    public = board_view(board, public_model_ids_hidden(task))
+    public_body = {"task": task.code, **public.as_dict()}
+    return ArenaSnapshot.objects.create(
+        task=task, name=name, board=body, public_board=public_body, created_by=by
+    )

@@ -22,17 +22,20 @@ from annotation.arena.export import battle_lines
 from annotation.arena.models import Vote
 from annotation.arena.ratings import RESAMPLES
 from annotation.arena.selectors import (
-    arena_board,
+    arena_board_for,
     arena_config,
     battle_counts,
     battle_for_actor,
     exclusions,
     open_battle,
     rater_flags,
+    skipped_models,
+    snapshot_board_for,
     snapshot_get,
     snapshots,
     votes_today,
 )
+from annotation.arena.serializers import UNLISTED_NAME, shown_void_reason
 from annotation.campaigns.services import campaign_quota_reached
 from annotation.chat.views import page_state
 from annotation.models import Campaign
@@ -45,6 +48,7 @@ from annotation.views.access import (
 )
 from core.csv_export import csv_write
 from core.errors import NotFound, PermissionDenied, ServiceError
+from models_hub.selectors import model_ids_hidden_from
 from tasks.permissions import can_manage_task
 from tasks.selectors import task_get_visible
 
@@ -90,8 +94,15 @@ def arena_home(request, code: str):
 def _battle_page(request, battle, *, error: str = "", status: int = 200):
     state = page_state(battle.conversation)
     config, _ = arena_config(battle.task)
+    unlisted = state["transcript"].unlisted
+    names = (battle.model_a_name, battle.model_b_name)
     context = {
         **state,
+        # A model whose card is a 404 to the worker is not named, even after the vote.
+        "revealed_names": [
+            UNLISTED_NAME if position in unlisted else name for position, name in enumerate(names)
+        ],
+        "void_reason": shown_void_reason(battle.void_reason, unlisted),
         "battle": battle,
         "revealed": bool(battle.revealed_at) or not state["active"],
         "arena": config,
@@ -138,7 +149,9 @@ def arena_board_page(request, code: str):
         "task": task,
         "arena": config,
         # Our own template's output, escaped when it was rendered.
-        "board_html": mark_safe(board_fragment(task, style_query)),
+        "board_html": mark_safe(
+            board_fragment(task, style_query, model_ids_hidden_from(task, request.user))
+        ),
         "resamples": RESAMPLES,
         "snapshots": snapshots(task),
         "can_snapshot": can_manage_task(request.user, task),
@@ -149,14 +162,14 @@ def arena_board_page(request, code: str):
 @require_GET
 def arena_board_json(request, code: str):
     task = _visible_arena_task(code, request.user)
-    board = arena_board(task, style_control=_style_param(request))
+    board = arena_board_for(task, request.user, style_control=_style_param(request))
     return JsonResponse({"task": task.code, **board.as_dict()})
 
 
 @require_GET
 def arena_board_csv(request, code: str):
     task = _visible_arena_task(code, request.user)
-    board = arena_board(task, style_control=_style_param(request))
+    board = arena_board_for(task, request.user, style_control=_style_param(request))
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{task.code}-arena.csv"'
     csv_write(response, [list(board.CSV_HEADER), *board.csv_rows()])
@@ -182,11 +195,12 @@ def arena_snapshot(request, code: str, snapshot_id: int):
         snapshot = snapshot_get(task, snapshot_id)
     except NotFound as error:
         raise Http404(error.message) from None
+    board = snapshot_board_for(task, snapshot, request.user)
     context = {
         "task": task,
         "snapshot": snapshot,
-        "board": snapshot.board,
-        "matrix_rows": matrix_rows(snapshot.board),
+        "board": board,
+        "matrix_rows": matrix_rows(board),
     }
     return render(request, "annotation/arena/snapshot.html", context)
 
@@ -225,6 +239,7 @@ def arena_manage(request, code: str):
         "counts": battle_counts(task),
         "flags": rater_flags(task),
         "exclusions": exclusions(task),
+        "skipped": skipped_models(task),
     }
     return render(request, "annotation/arena/manage.html", context)
 
@@ -236,8 +251,9 @@ def arena_battles_export(request, code: str):
     config, _ = arena_config(task)
     if config.sealed and not can_manage_task(request.user, task):
         return error_page(request, PermissionDenied("this arena's battles are sealed"))
+    hidden = model_ids_hidden_from(task, request.user)
     response = StreamingHttpResponse(
-        battle_lines(task), content_type="application/x-ndjson; charset=utf-8"
+        battle_lines(task, hidden), content_type="application/x-ndjson; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{task.code}-arena-battles.jsonl"'
     response["Cache-Control"] = "no-store"

@@ -89,7 +89,12 @@ def _serialized(conversation, request=None) -> dict:
 
 def _context(shown, conversation) -> dict:
     """The serializers' context: the seats' labels and whether identities show."""
-    return {"labels": shown.labels, "conversation": conversation, "reveal": shown.revealed}
+    return {
+        "labels": shown.labels,
+        "conversation": conversation,
+        "reveal": shown.revealed,
+        "unlisted": shown.unlisted,
+    }
 
 
 def _conversation(request, pk: int):

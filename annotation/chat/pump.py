@@ -14,7 +14,8 @@ token; the chat config's ``reply_timeout`` and ``reply_max_chars``), publishes t
 comes (``streams``, batched every ``FLUSH_SECONDS``), then stores the finished reply in one
 conditional UPDATE (on a connection of its own, closed at once: no thread holds one while a
 model streams) and publishes a terminal event. A Cancel (``streams.request_cancel``) is
-seen between two reads.
+seen between two reads. A text model in an arena battle (``text_models``) is asked once about
+the turn's message with ``models_hub.client.predict``, and its answer published whole.
 
 The pump renews its flag while it works, and lets it go when nothing is pending and no stream
 runs (after ``linger_seconds()`` of waiting for more, unless other jobs wait for the worker).
@@ -29,22 +30,25 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from annotation.chat import streams
+from annotation.chat import streams, text_models
 from annotation.chat.models import ChatReply, ReplyStatus
 from annotation.chat.selectors import seat_messages, turns_with_replies
 from annotation.live.connection import redis_connection, rq_queue
 from annotation.live.drain import linger_seconds
-from models_hub import chat_client
+from models_hub import chat_client, client
 from models_hub.chat_client import ReplyCancelled
 from models_hub.client import EndpointSpec
 from models_hub.errors import ModelCallError, ModelConfigurationError
 from models_hub.selectors import endpoint_spec
+from models_hub.transport import LIVE_RETRY
+from tasks.config import TaskConfig
 from tasks.config.chat import ChatConfig
 
 logger = logging.getLogger(__name__)
@@ -254,13 +258,19 @@ class PreparedReply:
     endpoint: EndpointSpec | None = None
     messages: list[dict[str, str]] = field(default_factory=list)
     error: ModelCallError | None = None
+    # A text model (``text_models``): the task's config and code, and the one input it gets.
+    text_config: TaskConfig | None = None
+    task_code: str = ""
+    text_input: dict[str, Any] | None = None
 
 
 def reply_prepare(reply_id: int, attempt: int) -> PreparedReply | None:
     """Read what reply ``reply_id`` needs to stream (None unless it still waits at
     ``attempt``): three queries, before any model is called."""
     reply = (
-        ChatReply.objects.select_related("turn__conversation__config_version", "model")
+        ChatReply.objects.select_related(
+            "turn__conversation__config_version", "turn__conversation__task", "model"
+        )
         .filter(pk=reply_id, attempt=attempt, status=ReplyStatus.STREAMING)
         .first()
     )
@@ -274,6 +284,12 @@ def reply_prepare(reply_id: int, attempt: int) -> PreparedReply | None:
         prepared.endpoint = endpoint_spec(reply.model)
     except ModelCallError as error:
         prepared.error = error
+        return prepared
+    if text_models.is_text_protocol(reply.model.protocol):
+        # One input, the turn's message: a text model holds no conversation.
+        prepared.text_config = conversation.config_version.parsed
+        prepared.task_code = conversation.task.code
+        prepared.text_input = text_models.text_input(prepared.text_config, reply.turn.message)
         return prepared
     turns = turns_with_replies(conversation, up_to=reply.turn.number)
     turn = next(turn for turn in turns if turn.pk == reply.turn_id)
@@ -300,6 +316,8 @@ def reply_stream_prepared(prepared: PreparedReply, redis) -> str | None:
     try:
         if prepared.error is not None:
             raise prepared.error
+        if prepared.text_input is not None:
+            return _store(prepared, publisher, _text_answer(prepared, publisher), streams.DONE)
         result = chat_client.stream_reply(
             prepared.endpoint,
             prepared.messages,
@@ -323,13 +341,42 @@ def reply_stream_prepared(prepared: PreparedReply, redis) -> str | None:
     else:
         fields = _done_fields(result)
         kind = streams.DONE
+    return _store(prepared, publisher, fields, kind)
+
+
+def _store(prepared: PreparedReply, publisher: _Publisher, fields: dict, kind: str) -> str | None:
+    """Store the finished reply (one conditional UPDATE) and publish its terminal event."""
     fields["finished_at"] = timezone.now()
     stored = ChatReply.objects.filter(
-        pk=reply_id, attempt=attempt, status=ReplyStatus.STREAMING
+        pk=prepared.reply_id, attempt=prepared.attempt, status=ReplyStatus.STREAMING
     ).update(**fields)
     if stored:
         publisher.finish(kind, _event_fields(fields))
     return fields["status"] if stored else None
+
+
+def _text_answer(prepared: PreparedReply, publisher: _Publisher) -> dict:
+    """Ask a text model about the turn's message (one call, through the task's model input
+    mapping and output checks) and publish its answer as one piece of text."""
+    result = client.predict(
+        prepared.endpoint,
+        prepared.text_config,
+        prepared.task_code,
+        [prepared.text_input],
+        retry=LIVE_RETRY,
+    )
+    text = text_models.answer_text(prepared.text_config, result.outputs[0])
+    text = text[: prepared.chat.reply_max_chars]
+    publisher.add(text)
+    return {
+        "status": ReplyStatus.DONE,
+        "text": text,
+        "model_version": (result.model_version or "")[:200],
+        "latency_ms": round(result.latency_ms, 3),
+        "first_token_ms": round(result.latency_ms, 3),
+        "finish_reason": "stop",
+        "raw": {"output": result.outputs[0]},
+    }
 
 
 def release_connection() -> None:

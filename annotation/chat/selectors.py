@@ -18,7 +18,9 @@ from annotation.chat.models import (
     ReplyStatus,
 )
 from core.errors import NotFound
+from models_hub.models import Model
 from tasks.config.chat import CHOICE_BEST, ChatConfig
+from tasks.permissions import can_manage_task
 
 # A reply still "streaming" this long after its time limit was lost (its pump died): the
 # page offers a retry.
@@ -135,10 +137,34 @@ def turn_needs_choice(turn: ChatTurn, chat: ChatConfig) -> bool:
     return sum(1 for reply in turn.replies.all() if reply.status == ReplyStatus.DONE) > 1
 
 
-def seat_label(seat: ConversationSeat, reveal: bool) -> str:
+UNLISTED_SUFFIX = "(unpublished)"
+
+
+def seat_label(seat: ConversationSeat, reveal: bool, unlisted: bool = False) -> str:
+    """The seat's model name once revealed, else "Model A"...; "Model A (unpublished)" for a
+    model whose card the worker may not see, even after the reveal."""
+    if reveal and unlisted:
+        return f"Model {seat.letter} {UNLISTED_SUFFIX}"
     if reveal and seat.model_name:
         return seat.model_name
     return f"Model {seat.letter}"
+
+
+def unlisted_positions(conversation: Conversation, seats) -> frozenset[int]:
+    """The seats whose model's card is a 404 to the conversation's worker (unpublished, not
+    theirs, and they are not one of the task's owners): not named to them after the reveal.
+
+    One query; two more when there is such a seat and the worker is a signed-in user.
+    """
+    ids = [seat.model_id for seat in seats if seat.model_id is not None]
+    if not ids:
+        return frozenset()
+    rows = Model.objects.filter(pk__in=ids, is_published=False).values_list("pk", "owner_id")
+    worker = conversation.user_id
+    hidden = {pk for pk, owner in rows if worker is None or owner != worker}
+    if hidden and worker is not None and can_manage_task(conversation.user, conversation.task):
+        return frozenset()
+    return frozenset(seat.position for seat in seats if seat.model_id in hidden)
 
 
 def reveals(conversation: Conversation, chat: ChatConfig, *, viewer_is_validator=False) -> bool:
@@ -157,12 +183,16 @@ class Transcript:
     turns: list[ChatTurn]
     labels: dict[int, str] = field(default_factory=dict)
     revealed: bool = False  # whether the models' names (and versions) show
+    # Seats named neutrally even when revealed (``unlisted_positions``).
+    unlisted: frozenset[int] = frozenset()
 
 
 def transcript(conversation: Conversation, *, reveal: bool) -> Transcript:
     seats = list(conversation.seats.all())
-    labels = {seat.position: seat_label(seat, reveal) for seat in seats}
-    return Transcript(conversation, seats, turns_with_replies(conversation), labels, reveal)
+    unlisted = unlisted_positions(conversation, seats) if reveal else frozenset()
+    labels = {seat.position: seat_label(seat, reveal, seat.position in unlisted) for seat in seats}
+    turns = turns_with_replies(conversation)
+    return Transcript(conversation, seats, turns, labels, reveal, unlisted)
 
 
 def active_conversation(task, round_, actor: Actor) -> Conversation | None:

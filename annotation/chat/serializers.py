@@ -34,6 +34,8 @@ class ReplySerializer(serializers.Serializer):
 
     def get_model_version(self, reply) -> str:
         # The version a server reports often names the model: hidden with the names.
+        if reply.position in self.context.get("unlisted", ()):
+            return ""
         return reply.model_version if self.context.get("reveal") else ""
 
     def get_stream_url(self, reply) -> str:

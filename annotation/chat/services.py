@@ -37,13 +37,13 @@ from annotation.chat.selectors import (
     turn_needs_choice,
     turns_with_replies,
 )
+from annotation.chat.text_models import message_field
 from annotation.models import Example, ExampleStatus, VerdictSource
 from annotation.services.guards import issues_or_raise
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add_on_commit
 from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
 from tasks.config.chat import CHOICE_BEST, ChatConfig
-from tasks.config.types import FieldType
 from tasks.config.values import check_metadata
 from tasks.models import Round, Task
 
@@ -325,14 +325,6 @@ def _worker_verdict(chat: ChatConfig, seats, positions) -> dict[int, bool]:
     if not set(positions) <= known:
         raise ChatInvalid("a fooled model that is not in the conversation", code="chat.verdict")
     return {seat.position: seat.position in positions for seat in seats}
-
-
-def message_field(config) -> str:
-    """The input field a conversation's first message is stored in (the first string one)."""
-    for spec in config.worker_input_fields:
-        if spec.type == FieldType.STRING:
-            return spec.name
-    return "message"
 
 
 def _store_example(conversation, actor, config, turns, seats, model_wrong, metadata, form):

@@ -260,21 +260,134 @@ def test_a_campaign_worker_battles_within_the_quota(world):
     assert battles.count() == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the arena board lists every model with a counted vote; the Dynascore board shows "
-    "others' unpublished models to the task's owners only (needs rows and matrices per viewer)",
-)
-def test_an_unpublished_model_stays_off_the_public_board(world):
-    """A model that is not published (its card is a 404 to visitors) is not named on the
-    public board, as on the Dynascore board."""
+def _unpublish_first_model(world) -> str:
     from models_hub.models import Model
 
     hidden = ARENA_MODEL_NAMES[0]
     Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
+    return hidden
+
+
+def _board_paths(code: str) -> list[str]:
+    kwargs = {"code": code}
+    return [
+        reverse("annotation:arena_board", kwargs=kwargs),
+        reverse("annotation:arena_board_json", kwargs=kwargs),
+        reverse("annotation:arena_board_csv", kwargs=kwargs),
+        reverse("api:arena-board", kwargs=kwargs),
+    ]
+
+
+def test_an_unpublished_model_stays_off_the_public_board(world):
+    """A model that is not published (its card is a 404 to visitors) is not named on the
+    public board (page, JSON, CSV, API), as on the Dynascore board; the task's owners see
+    it. The page is cached per visibility: the owners' page does not reach visitors."""
+    hidden = _unpublish_first_model(world)
+    owner = role_client(world, "owner")
+    for role in ("owner", "superuser"):
+        for path in _board_paths(world.arena_task.code):
+            assert hidden in response_text(role_client(world, role).get(path)), (role, path)
+    for role in (None, "worker", "other_owner", "staff"):
+        client = Client() if role is None else role_client(world, role)
+        for path in _board_paths(world.arena_task.code):
+            response = client.get(path)
+            assert response.status_code == 200, (role, path)
+            assert hidden not in response_text(response), (role, path)
+    code = {"code": world.arena_task.code}
+    public = Client().get(reverse("annotation:arena_board_json", kwargs=code)).json()
+    assert [row["model"] for row in public["rows"]] == [ARENA_MODEL_NAMES[1]]
+    assert public["models"] == [ARENA_MODEL_NAMES[1]] and public["battle_matrix"] == [[0]]
+    whole = owner.get(reverse("annotation:arena_board_json", kwargs=code)).json()
+    assert sorted(whole["models"]) == sorted(ARENA_MODEL_NAMES)
+    # Ratings are fitted on every vote: the visible row's rating is the owners' one.
+    rating = {row["model"]: row["rating"] for row in whole["rows"]}[ARENA_MODEL_NAMES[1]]
+    assert public["rows"][0]["rating"] == rating
+
+
+def test_a_model_owner_sees_their_unpublished_model_and_nobody_else_does(world):
+    """The board shows a user their own unpublished model; the page cached for them is not
+    the one visitors get, before or after."""
+    from models_hub.models import Model
+
+    hidden = _unpublish_first_model(world)
+    Model.objects.filter(task=world.arena_task, name=hidden).update(owner=world.users["worker"])
+    path = reverse("annotation:arena_board", kwargs={"code": world.arena_task.code})
+    assert hidden not in response_text(Client().get(path))
+    assert hidden in response_text(role_client(world, "worker").get(path))
+    assert hidden not in response_text(Client().get(path))
+    assert hidden not in response_text(role_client(world, "other_owner").get(path))
+
+
+def test_a_snapshot_freezes_the_public_view_too(world):
+    """A snapshot taken while a model was unpublished does not name it to visitors (page
+    and API), even once it is published again; the owners see the whole board."""
+    from annotation.arena import services as arena_services
+    from models_hub.models import Model
+
+    hidden = _unpublish_first_model(world)
+    snapshot = arena_services.snapshot_create(world.arena_task, by=world.users["owner"])
+    Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=True)
+    kwargs = {"code": world.arena_task.code, "snapshot_id": snapshot.pk}
+    paths = [
+        reverse("annotation:arena_snapshot", kwargs=kwargs),
+        reverse("api:arena-snapshot", kwargs=kwargs),
+    ]
+    for path in paths:
+        assert hidden not in response_text(role_client(world, "worker").get(path)), path
+        assert hidden in response_text(role_client(world, "owner").get(path)), path
+    # A snapshot frozen before the public view was kept hides today's unpublished models.
+    world.arena_snapshot.refresh_from_db()
+    Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
+    type(world.arena_snapshot).objects.filter(pk=world.arena_snapshot.pk).update(public_board=None)
+    old = {"code": world.arena_task.code, "snapshot_id": world.arena_snapshot.pk}
+    body = Client().get(reverse("api:arena-snapshot", kwargs=old)).json()
+    assert hidden not in json.dumps(body) and body["board"]["models"] == [ARENA_MODEL_NAMES[1]]
+
+
+def test_the_reveal_does_not_name_an_unpublished_model(world):
+    """After the vote, the worker reads a neutral label for a model whose card they may not
+    see: on the battle page, the battle API, chat's pages and API of its conversation, and
+    the API of the battle's example (which names seat A's model)."""
+    from models_hub.models import Model
+
+    battle, conversation = world.voted_battle, world.voted_battle.conversation_id
+    hidden, shown = battle.model_a_name, battle.model_b_name
+    Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
+    client = role_client(world, "worker")
+    code = world.arena_task.code
+    paths = [
+        reverse("annotation:arena_battle", kwargs={"code": code, "pk": battle.pk}),
+        reverse("api:battle-detail", kwargs={"pk": battle.pk}),
+        reverse("annotation:chat_page", kwargs={"code": code, "pk": conversation}),
+        reverse("api:conversation-detail", kwargs={"pk": conversation}),
+    ]
+    for path in paths:
+        response = client.get(path)
+        assert response.status_code == 200, path
+        text = response_text(response)
+        assert hidden not in text, path
+        assert shown in text, path
+    body = client.get(paths[1]).json()
+    assert (body["model_a"], body["model_b"]) == ("an unpublished model", shown)
+    example = battle.conversation.example_id
+    body = client.get(reverse("api:example-detail", kwargs={"pk": example})).json()
+    assert body["model"] is None and hidden not in json.dumps(body)
+
+
+def test_an_unsealed_export_does_not_name_an_unpublished_model(world):
+    """``sealed: false``: visitors download the battles without the unpublished model's name
+    (page and API); the task's owners get it."""
+    from tasks.services import task_update_config
+
+    task_update_config(world.arena_task, demo_config("arena"), user=world.users["owner"])
+    hidden = _unpublish_first_model(world)
     code = {"code": world.arena_task.code}
     for path in (
-        reverse("annotation:arena_board_json", kwargs=code),
-        reverse("api:arena-board", kwargs=code),
+        reverse("annotation:arena_battles_export", kwargs=code),
+        reverse("api:battle-export", kwargs=code),
     ):
-        assert hidden not in response_text(Client().get(path)), path
+        text = response_text(Client().get(path))
+        assert hidden not in text and ARENA_MODEL_NAMES[1] in text, path
+        line = json.loads(text.splitlines()[0])
+        assert "an unpublished model" in (line["model_a"], line["model_b"])
+        assert hidden in response_text(role_client(world, "owner").get(path)), path

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from annotation.arena import ratings
-from annotation.arena.board import CountedBattle, build_board
+from annotation.arena.board import (
+    CountedBattle,
+    board_dict_without,
+    board_view,
+    build_board,
+    share_above,
+)
 
 
 def battles_from(strengths: dict[int, float], count: int, seed: int = 1) -> list[CountedBattle]:
@@ -85,3 +91,33 @@ def test_style_control_adds_a_length_controlled_rating():
 def test_fewer_than_two_models_make_an_empty_board():
     assert build_board([]).rows == []
     assert build_board([]).as_dict()["rows"] == []
+
+
+def test_a_viewer_who_may_not_see_a_model_gets_the_board_without_it():
+    """The hidden model's row, matrix line and column go; the ratings stay those fitted on
+    every battle; ranks are renumbered and "ahead of the next" is taken against the next row
+    shown, as the bootstrap would give it on that order."""
+    strengths = {1: 1300.0, 2: 1100.0, 3: 1090.0, 4: 800.0}
+    board = build_board(battles_from(strengths, 800, seed=4), resamples=300)
+    order = [row.model_id for row in board.rows]
+    hidden = order[1]
+    shown = board_view(board, frozenset({hidden, 99}))
+    assert [row.model_id for row in shown.rows] == [pk for pk in order if pk != hidden]
+    assert [row.rank for row in shown.rows] == [1, 2, 3]
+    whole = {row.model_id: row for row in board.rows}
+    for row in shown.rows:
+        assert row.rating == whole[row.model_id].rating and row.elo == whole[row.model_id].elo
+    kept = [order.index(row.model_id) for row in shown.rows]
+    assert shown.battle_matrix == [[board.battle_matrix[i][j] for j in kept] for i in kept]
+    assert shown.win_matrix == [[board.win_matrix[i][j] for j in kept] for i in kept]
+    first, second = shown.rows[0].model_id, shown.rows[1].model_id
+    expected = share_above(board.pair_ahead, first, second)
+    assert shown.rows[0].ahead == expected and 0.5 < expected <= 1.0
+    assert shown.rows[0].tie_with_next == ratings.is_tie(expected)
+    assert shown.rows[1].ahead == whole[second].ahead and shown.rows[-1].ahead is None
+    assert all(hidden not in pair for pair in shown.pair_ahead)
+    assert board_view(board, frozenset({99})) is board
+    as_json = board_dict_without(board.as_dict(), {hidden})
+    assert as_json["models"] == [row.name for row in shown.rows]
+    assert as_json["battle_matrix"] == shown.battle_matrix
+    assert as_json["rows"][0]["ahead_of_next"] is None  # its next row is gone

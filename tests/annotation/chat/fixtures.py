@@ -13,7 +13,9 @@ from tests.factories import TaskFactory, UserFactory
 
 
 def register_chat_model(task, owner, url: str, name: str, in_loop: bool = True, **fields):
+    """A chat model of ``task``, published (an unpublished one is not named to workers)."""
     fields.setdefault("options", {"model": name})
+    fields.setdefault("is_published", True)
     model = hub_services.model_register(
         task=task,
         owner=owner,
