@@ -33,7 +33,7 @@ every byte once in C (``bytes.replace``, ``translate``, ``split``), none going b
 Text that is not balanced (invalid JSON) is refused only when that running sum passes the
 limit: up to its first error (a closing bracket too many, a backslash outside a string), a
 parser reading from the left recurses exactly that deep; otherwise the parser reports it.
-2 MB take tens of milliseconds (``bench/json_guard.py``).
+``bench/json_guard.py`` times it on adversarial texts of 64 KB, 2 MB and 8 MB.
 """
 
 from __future__ import annotations
