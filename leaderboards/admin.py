@@ -12,13 +12,13 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from core.admin import OwnerScopedAdmin
 from core.errors import ServiceError
 from leaderboards.forms import DatasetUploadForm
 from leaderboards.models import Dataset, EvaluationRun, RunStatus
 from leaderboards.services.dataset_uploads import dataset_upload
 from leaderboards.services.datasets import dataset_copies_follow, dataset_generate_perturbation
 from leaderboards.services.runs import evaluation_run_retry, evaluation_runs_for_dataset
-from tasks.admin.base import OwnerScopedAdmin
 from tasks.models import Task, UploadJob
 from tasks.permissions import is_task_owner
 
@@ -129,9 +129,6 @@ class EvaluationRunAdmin(OwnerScopedAdmin):
     list_filter = ["status", "trigger"]
     readonly_fields = [field.name for field in EvaluationRun._meta.fields if field.name != "id"]
     actions = ["retry_failed"]
-
-    def _task_of(self, obj):
-        return obj.dataset.task
 
     @admin.action(description="Retry the failed runs (stored predictions are kept)")
     def retry_failed(self, request, queryset):

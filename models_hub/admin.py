@@ -12,11 +12,11 @@ from django.db.models import Q
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from core.admin import OwnerScopedAdmin
 from core.errors import ServiceError
 from models_hub import queues, selectors, services
 from models_hub.forms import ModelAdminForm
 from models_hub.models import Model, ModelStatus
-from tasks.admin.base import OwnerScopedAdmin
 from tasks.models import Task
 from tasks.permissions import can_manage_task
 from tasks.templatetags.dynatask import latency

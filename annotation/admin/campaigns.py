@@ -17,7 +17,7 @@ from annotation.campaigns import links
 from annotation.campaigns import services as campaigns
 from annotation.models import Campaign, CampaignWorker, RoundStats, WorkerStats
 from annotation.stats.recompute import stats_recompute
-from tasks.admin.base import OwnerScopedAdmin
+from core.admin import OwnerScopedAdmin
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_campaigns, is_task_owner
 
@@ -138,9 +138,6 @@ class CampaignWorkerAdmin(OwnerScopedAdmin):
     readonly_fields = fields
     actions = ["release"]
 
-    def _task_of(self, obj):
-        return obj.campaign.task
-
     def has_add_permission(self, request):
         return False
 
@@ -184,9 +181,6 @@ class RoundStatsAdmin(ReadOnlyStatsAdmin):
     task_lookup = "round__task"
     list_display = ["round", "collected", "fooled", "verified_fooled", "validated", "retracted"]
     list_select_related = ["round__task"]
-
-    def _task_of(self, obj):
-        return obj.round.task
 
     def _tasks_of(self, queryset):
         return Task.objects.filter(rounds__stats__in=queryset).distinct()

@@ -22,7 +22,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from annotation.display import context_items, goal_text, output_items, preview_context
 from annotation.forms import CreateForm, MetadataForm, ValidateForm
 from annotation.models import Example
-from tasks.admin.base import BOUNDED_JSON_FORMFIELDS, TaskAdminPage, register_task_admin_page
+from core.admin import BOUNDED_JSON_FORMFIELDS, TaskAdminPage, register_task_admin_page
 from tasks.config.types import FieldType, TaskConfig
 from tasks.models import Task
 from tasks.permissions import is_task_owner

@@ -1,4 +1,4 @@
-"""The admin of the tasks app; ``base`` is the base admin every app's admin derives from.
+"""The admin of the tasks app (the base admin every app's admin derives from is ``core.admin``).
 
 Django's admin autodiscovery imports ``tasks.admin``: importing the modules here is what
 registers their admins.

@@ -1,8 +1,8 @@
 """The admin task builder: tasks and their YAML, rounds and contexts.
 
 Owners (staff users who own a task) see and edit only their own tasks; superusers see all
-(``tasks.admin.base.OwnerScopedAdmin``). Pages that apps above ``tasks`` add under a task
-(``tasks.admin.base.register_task_admin_page``) are routed here.
+(``core.admin.OwnerScopedAdmin``). Pages that apps above ``tasks`` add under a task
+(``core.admin.register_task_admin_page``) are routed here.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
+from core.admin import TASK_ADMIN_PAGES, OwnerScopedAdmin, TaskAdminPage
 from core.errors import ServiceError
 from tasks import services
-from tasks.admin.base import TASK_ADMIN_PAGES, OwnerScopedAdmin, TaskAdminPage
 from tasks.config import TaskConfigError, parse_task_config
 from tasks.config.located_yaml import MAX_TEXT_LENGTH
 from tasks.forms import (

@@ -2,12 +2,15 @@
 
 - ``OwnerScopedAdmin``: staff owners get full access to the rows of their own tasks, nothing
   else; superusers see all. Every app's admin of task-owned rows derives from it, naming the
-  path to the task in ``task_lookup``.
+  ORM path from its rows to the task in ``task_lookup``.
 - ``register_task_admin_page``: apps above ``tasks`` add pages under a task
   (``/admin/tasks/task/<id>/<route>``): ``tasks`` imports no other app, so the annotation app
   registers its form preview here when its admin module is loaded.
 
-It stays in ``tasks`` rather than ``core``: owning is owning a task (``tasks.permissions``).
+``core`` imports no app, so ownership is read through the ORM by name: a row is its user's when
+the row reached through ``task_lookup`` has the user among its ``owners`` (the relation that
+``tasks.permissions.is_task_owner`` reads). Django's admin autodiscovery imports this module
+too (``core`` is an installed app); it registers nothing.
 """
 
 from __future__ import annotations
@@ -20,8 +23,6 @@ from django.db import models
 from django.http import HttpResponse
 
 from core.forms import BoundedJSONField
-from tasks.models import Task
-from tasks.permissions import is_task_owner
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class OwnerScopedAdmin(admin.ModelAdmin):
     formfield_overrides = BOUNDED_JSON_FORMFIELDS
 
     def owner_filter(self, request):
+        """The filter that keeps the rows of the tasks ``request.user`` owns."""
         return (
             {f"{self.task_lookup}__owners": request.user}
             if self.task_lookup
@@ -70,8 +72,12 @@ class OwnerScopedAdmin(admin.ModelAdmin):
             return queryset
         return queryset.filter(**self.owner_filter(request)).distinct()
 
-    def _task_of(self, obj):
-        return obj if isinstance(obj, Task) else getattr(obj, "task", None)
+    def _owns(self, request, obj) -> bool:
+        """Whether ``request.user`` owns the task of ``obj`` (superusers own every task)."""
+        if request.user.is_superuser:
+            return True
+        rows = self.model._default_manager.filter(pk=obj.pk, **self.owner_filter(request))
+        return rows.exists()
 
     def _owns_any(self, request) -> bool:
         return (
@@ -86,7 +92,7 @@ class OwnerScopedAdmin(admin.ModelAdmin):
     def has_view_permission(self, request, obj=None):
         if obj is None:
             return self._owns_any(request)
-        return is_task_owner(request.user, self._task_of(obj))
+        return self._owns(request, obj)
 
     def has_change_permission(self, request, obj=None):
         return self.has_view_permission(request, obj)
