@@ -11,7 +11,7 @@ class AnnotationConfig(AppConfig):
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
         from annotation import receivers
-        from models_hub.models import Model, RoundModel
+        from models_hub.models import RegisteredModel, RoundModel
         from models_hub.signals import model_rows_changed
         from tasks.models import Context, Round, Task, TaskConfigVersion
 
@@ -20,7 +20,7 @@ class AnnotationConfig(AppConfig):
             signal.connect(
                 receivers.on_task_saved, sender=Task, dispatch_uid=f"annotation.task_{name}"
             )
-            for model in (TaskConfigVersion, Round, Model):
+            for model in (TaskConfigVersion, Round, RegisteredModel):
                 signal.connect(
                     receivers.on_row_of_task_saved,
                     sender=model,

@@ -25,7 +25,7 @@ from django.db.models import F, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Example, Validation
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.models import Context, Round, Task, TaskConfigVersion
 
 CHUNK_SIZE = 2000
@@ -248,9 +248,9 @@ class _ExampleEncoder:
         if unseen_models:
             self.model_names.update(
                 (model_id, _string(name))
-                for model_id, name in Model.objects.filter(id__in=unseen_models).values_list(
-                    "id", "name"
-                )
+                for model_id, name in RegisteredModel.objects.filter(
+                    id__in=unseen_models
+                ).values_list("id", "name")
             )
 
     def example_line(

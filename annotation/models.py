@@ -136,7 +136,11 @@ class Example(models.Model):
         max_length=20, choices=ExampleStatus.choices, default=ExampleStatus.AWAITING_MODEL
     )
     model = models.ForeignKey(
-        "models_hub.Model", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "models_hub.RegisteredModel",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     model_version = models.CharField(max_length=200, blank=True)
     model_output = models.JSONField(null=True, blank=True)

@@ -59,7 +59,7 @@ from django.urls import reverse  # noqa: E402
 from annotation.arena.board_page import arena_board_refresh_job  # noqa: E402
 from annotation.arena.selectors import board_generation_bump  # noqa: E402
 from annotation.arena.synthetic import synthetic_battles  # noqa: E402
-from models_hub.models import Model  # noqa: E402
+from models_hub.models import RegisteredModel  # noqa: E402
 from tasks import services  # noqa: E402
 
 SIZES = (5, 50)
@@ -76,8 +76,8 @@ def build_arena(count: int, battles: int, owner, voters) -> str:
     yaml_text = (ROOT / "tasks" / "demo_data" / "arena.yaml").read_text()
     code = f"bench-arena-{uuid.uuid4().hex[:8]}"
     task = services.task_create(yaml_text=yaml_text, owners=[owner], code=code, name=code)
-    models = Model.objects.bulk_create(
-        Model(
+    models = RegisteredModel.objects.bulk_create(
+        RegisteredModel(
             task=task,
             owner=owner,
             name=f"bench-chat-{index:03d}",

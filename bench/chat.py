@@ -57,7 +57,7 @@ django.setup()
 from django.contrib.auth import get_user_model
 from tasks import services as task_services
 from models_hub import services as hub_services
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 
 spec = json.loads(sys.argv[1])
 User = get_user_model()
@@ -74,7 +74,7 @@ for code, models, urls in (("chatone", 1, [spec["fast"]]), ("chatmany", 2, spec[
     round_ = task.rounds.get(number=1)
     loop = []
     for index, url in enumerate(urls):
-        loop.append(Model.objects.create(task=task, owner=owner, name=f"{code}-{index}",
+        loop.append(RegisteredModel.objects.create(task=task, owner=owner, name=f"{code}-{index}",
             protocol="openai_chat", endpoint_url=url, options={"model": "rules"},
             read_timeout=10.0, connect_timeout=1.0, max_concurrency=64))
     hub_services.model_set_in_loop(round_, loop, owner)

@@ -813,13 +813,21 @@ class Cluster:
 # -- data of the cluster (scripts run by ``Cluster.django``) ------------------------------------
 ADD_MODEL = """
 from django.contrib.auth import get_user_model
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.models import Task
+
 task = Task.objects.get(code=args["task"])
 owner = get_user_model().objects.get(username="bench-owner")
 fields = {"batch_size": 4, "max_concurrency": 4, "read_timeout": 10.0, **args["fields"]}
-model = Model.objects.create(task=task, owner=owner, name=args["name"], protocol="dynatask",
-                             endpoint_url=args["url"], is_published=True, **fields)
+model = RegisteredModel.objects.create(
+    task=task,
+    owner=owner,
+    name=args["name"],
+    protocol="dynatask",
+    endpoint_url=args["url"],
+    is_published=True,
+    **fields,
+)
 result = model.pk
 """
 IMPORT_DATASET = """
@@ -841,11 +849,16 @@ result = dataset.pk
 CREATE_RUNS = """
 from leaderboards.models import Dataset
 from leaderboards.services.runs import evaluation_run_create
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
+
 dataset = Dataset.objects.get(pk=args["dataset"])
 result = [
-    evaluation_run_create(Model.objects.get(pk=model_id), dataset, shard_size=args["shard_size"],
-                          include_perturbations=False).pk
+    evaluation_run_create(
+        RegisteredModel.objects.get(pk=model_id),
+        dataset,
+        shard_size=args["shard_size"],
+        include_perturbations=False,
+    ).pk
     for model_id in args["models"]
 ]
 """

@@ -61,9 +61,9 @@ EVAL_RUN = """
 from django.contrib.auth import get_user_model
 from leaderboards.models import Dataset
 from leaderboards.services.runs import evaluation_run_create
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.models import Task
-model = Model.objects.create(
+model = RegisteredModel.objects.create(
     task=Task.objects.get(code=args["task"]),
     owner=get_user_model().objects.get(username="bench-owner"),
     name=args["name"], protocol="dynatask", endpoint_url=args["url"], is_published=True,
@@ -74,13 +74,22 @@ result = evaluation_run_create(model, Dataset.objects.get(pk=args["dataset"]),
 SET_LOOP = """
 from django.contrib.auth import get_user_model
 from models_hub import services
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.models import Task
+
 task = Task.objects.get(code=args["task"])
 owner = get_user_model().objects.get(username="bench-owner")
-model = Model.objects.create(task=task, owner=owner, name="one-second", protocol="dynatask",
-                             endpoint_url=args["url"], is_published=True, batch_size=16,
-                             max_concurrency=16, read_timeout=10.0)
+model = RegisteredModel.objects.create(
+    task=task,
+    owner=owner,
+    name="one-second",
+    protocol="dynatask",
+    endpoint_url=args["url"],
+    is_published=True,
+    batch_size=16,
+    max_concurrency=16,
+    read_timeout=10.0,
+)
 services.model_set_in_loop(task.rounds.get(number=1), [model], owner)
 result = model.pk
 """

@@ -122,7 +122,7 @@ def setup_run(url: str, count: int, batch_size: int, concurrency: int) -> dict:
 
     from leaderboards.models import Dataset, DatasetExample
     from leaderboards.services.runs import evaluation_run_create
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
     from tasks import services as task_services
 
     _use_null_queue()
@@ -150,7 +150,7 @@ def setup_run(url: str, count: int, batch_size: int, concurrency: int) -> dict:
     DatasetExample.objects.bulk_create(batch)
     dataset.row_count = count
     dataset.save()
-    model = Model.objects.create(
+    model = RegisteredModel.objects.create(
         task=task,
         owner=owner,
         name="bench",

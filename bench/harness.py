@@ -256,31 +256,52 @@ def start_redis(processes: Processes, port: int | None = None):
 SEED_SCRIPT = r"""
 import json, sys
 import django
+
 django.setup()
 from django.contrib.auth import get_user_model
 from tasks import services as task_services
 from tasks.models import Context
 from models_hub import services as hub_services
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 
 spec = json.loads(sys.argv[1])
 User = get_user_model()
 owner, _ = User.objects.get_or_create(username="bench-owner", defaults={"is_staff": True})
-owner.set_password("bench-password"); owner.save()
+owner.set_password("bench-password")
+owner.save()
 yaml_text = open("tasks/demo_data/sentiment.yaml").read()
-task = task_services.task_create(code=spec["code"], name="Bench sentiment", yaml_text=yaml_text,
-                                 owners=[owner], num_matching_validations=spec.get("settle", 3))
+task = task_services.task_create(
+    code=spec["code"],
+    name="Bench sentiment",
+    yaml_text=yaml_text,
+    owners=[owner],
+    num_matching_validations=spec.get("settle", 3),
+)
 round_ = task.rounds.get(number=1)
-Context.objects.bulk_create([
-    Context(task=task, round=round_, config_version=task.current_config,
-            data={"context": f"Write about topic {i}."}) for i in range(spec.get("contexts", 50))
-])
+Context.objects.bulk_create(
+    [
+        Context(
+            task=task,
+            round=round_,
+            config_version=task.current_config,
+            data={"context": f"Write about topic {i}."},
+        )
+        for i in range(spec.get("contexts", 50))
+    ]
+)
 ids = []
 if spec.get("model_url"):
-    model = Model.objects.create(task=task, owner=owner, name="demo-sentiment", protocol="dynatask",
-        endpoint_url=spec["model_url"], is_published=True,
-        read_timeout=spec.get("read_timeout", 5.0), connect_timeout=1.0,
-        max_concurrency=spec.get("max_concurrency", 16))
+    model = RegisteredModel.objects.create(
+        task=task,
+        owner=owner,
+        name="demo-sentiment",
+        protocol="dynatask",
+        endpoint_url=spec["model_url"],
+        is_published=True,
+        read_timeout=spec.get("read_timeout", 5.0),
+        connect_timeout=1.0,
+        max_concurrency=spec.get("max_concurrency", 16),
+    )
     hub_services.model_set_in_loop(round_, [model], owner)
     ids.append(model.pk)
 users = []

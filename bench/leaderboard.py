@@ -61,7 +61,7 @@ from leaderboards.models import BoardCube, Dataset, Score, main_per_tag_of  # no
 from leaderboards.scoring import BOOTSTRAP_RESAMPLES, resamples_encode  # noqa: E402
 from leaderboards.selectors.cubes import score_cube_build  # noqa: E402
 from leaderboards.services.scores import board_cube_refresh  # noqa: E402
-from models_hub.models import Model  # noqa: E402
+from models_hub.models import RegisteredModel  # noqa: E402
 from tasks import services  # noqa: E402
 from tasks.models import Task  # noqa: E402
 
@@ -88,8 +88,8 @@ def build_board(count: int, owner) -> str:
         )
         for index in range(2)
     ]
-    models = Model.objects.bulk_create(
-        Model(
+    models = RegisteredModel.objects.bulk_create(
+        RegisteredModel(
             task=task,
             owner=owner,
             name=f"bench-model-{index:05d}",

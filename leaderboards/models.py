@@ -114,7 +114,7 @@ class RunTrigger(models.TextChoices):
 
 class EvaluationRun(models.Model):
     model = models.ForeignKey(
-        "models_hub.Model", on_delete=models.CASCADE, related_name="evaluation_runs"
+        "models_hub.RegisteredModel", on_delete=models.CASCADE, related_name="evaluation_runs"
     )
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="runs")
     config_version = models.ForeignKey(
@@ -215,7 +215,9 @@ def main_per_tag_of(per_tag: object, main_metric: str) -> dict:
 class Score(models.Model):
     """The latest scores of one model on one dataset (exactly one row per pair)."""
 
-    model = models.ForeignKey("models_hub.Model", on_delete=models.CASCADE, related_name="scores")
+    model = models.ForeignKey(
+        "models_hub.RegisteredModel", on_delete=models.CASCADE, related_name="scores"
+    )
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="scores")
     run = models.ForeignKey(
         EvaluationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

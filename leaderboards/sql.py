@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from django.db import connection
 
 from leaderboards.models import Dataset, Prediction, Score
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 
 # Correlated subqueries of the ORM (``Subquery(... .annotate(Count(...)))``) say the same,
 # but building and compiling their querysets costs the page more Python time than the
@@ -73,7 +73,7 @@ def board_data_stamp(task_id: int) -> tuple:
     """
     quote = connection.ops.quote_name
     sql = _BOARD_DATA_STAMP.format(
-        models=quote(Model._meta.db_table),
+        models=quote(RegisteredModel._meta.db_table),
         scores=quote(Score._meta.db_table),
         datasets=quote(Dataset._meta.db_table),
     )

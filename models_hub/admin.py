@@ -16,7 +16,7 @@ from core.admin import OwnerScopedAdmin
 from core.errors import ServiceError
 from models_hub import queues, selectors, services
 from models_hub.forms import ModelAdminForm
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from tasks.models import Task
 from tasks.permissions import can_manage_task
 from tasks.templatetags.dynatask import latency
@@ -33,8 +33,8 @@ HEALTH_FIELDS = (
 )
 
 
-@admin.register(Model)
-class ModelAdmin(OwnerScopedAdmin):
+@admin.register(RegisteredModel)
+class RegisteredModelAdmin(OwnerScopedAdmin):
     form = ModelAdminForm
     list_display = (
         "name",
@@ -172,7 +172,7 @@ class ModelAdmin(OwnerScopedAdmin):
                 obj.created_at, obj.updated_at = created.created_at, created.updated_at
                 obj._state.adding, obj._state.db = False, created._state.db
                 return
-            current = Model.objects.select_related("task").get(pk=obj.pk)
+            current = RegisteredModel.objects.select_related("task").get(pk=obj.pk)
             if "read_timeout_cap" in data:
                 services.model_set_read_timeout_cap(current, request.user, data["read_timeout_cap"])
             services.model_update_card(
@@ -185,7 +185,7 @@ class ModelAdmin(OwnerScopedAdmin):
             services.model_set_published(current, request.user, data.get("is_published", False))
             if data.get("owner") and data["owner"] != current.owner and request.user.is_superuser:
                 # ``updated_at`` too: the leaderboards' data version reads it.
-                Model.objects.filter(pk=obj.pk).update(
+                RegisteredModel.objects.filter(pk=obj.pk).update(
                     owner=data["owner"], updated_at=timezone.now()
                 )
         except ServiceError as error:
@@ -195,7 +195,7 @@ class ModelAdmin(OwnerScopedAdmin):
     def save_related(self, request, form, formsets, change):
         # No super(): the only relation edited here (the loop) goes through the service.
         if change and "loop_rounds" in form.cleaned_data and form.instance.pk:
-            model = Model.objects.select_related("task").get(pk=form.instance.pk)
+            model = RegisteredModel.objects.select_related("task").get(pk=form.instance.pk)
             if can_manage_task(request.user, model.task):
                 try:
                     services.model_set_rounds(model, form.cleaned_data["loop_rounds"], request.user)

@@ -16,7 +16,7 @@ from api.permissions import require, require_signed_in
 from api.throttles import HEAVY_WRITES
 from core.errors import NotFound, ServiceError
 from models_hub import selectors, services
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.serializers import (
     LoopSerializer,
     ModelPublishSerializer,
@@ -30,11 +30,11 @@ from tasks import selectors as task_selectors
 from tasks.permissions import can_manage_task, can_register_model
 
 
-def _model_for(request, pk: int) -> Model:
+def _model_for(request, pk: int) -> RegisteredModel:
     return selectors.model_get_visible(pk, request.user)
 
 
-def _render(request, model: Model, status_code: int = status.HTTP_200_OK) -> Response:
+def _render(request, model: RegisteredModel, status_code: int = status.HTTP_200_OK) -> Response:
     # Re-read through the selector so that ``owner`` is labelled as the pages label it.
     model = selectors.model_get_visible(model.pk, request.user)
     return Response(ModelSerializer(model, context={"request": request}).data, status=status_code)
@@ -175,7 +175,7 @@ class RoundLoopView(APIView):
         serializer = LoopSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         ids = set(serializer.validated_data["models"])
-        models = list(Model.objects.filter(pk__in=ids, task=task))
+        models = list(RegisteredModel.objects.filter(pk__in=ids, task=task))
         if len(models) != len(ids):
             raise ServiceError(
                 "some models are unknown or belong to another task", code="model.wrong_task"

@@ -23,7 +23,7 @@ from models_hub.errors import (
     scrub,
     truncate,
 )
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from models_hub.signals import model_rows_changed
 from models_hub.transport import LIVE_RETRY
 from tasks.config import TaskConfig
@@ -35,7 +35,7 @@ def model_record_health(model_id: int) -> HealthResult:
     Disabled models and models without an endpoint are not probed. Raises ``NotFound`` for a
     model that no longer exists.
     """
-    model = Model.objects.filter(pk=model_id).first()
+    model = RegisteredModel.objects.filter(pk=model_id).first()
     if model is None:
         raise NotFound(f"no model {model_id}")
     if model.status == ModelStatus.DISABLED:
@@ -63,7 +63,9 @@ def model_record_health(model_id: int) -> HealthResult:
         values["memory_gb"] = result.memory_gb
     # A direct update: an admin disabling the model meanwhile wins, and no other field (a card
     # edit saved while the probe ran) is overwritten with this process's stale copy.
-    Model.objects.filter(pk=model_id).exclude(status=ModelStatus.DISABLED).update(**values)
+    RegisteredModel.objects.filter(pk=model_id).exclude(status=ModelStatus.DISABLED).update(
+        **values
+    )
     if values["status"] != model.status:
         announce_rows_changed(model.task_id)
     return result
@@ -72,12 +74,12 @@ def model_record_health(model_id: int) -> HealthResult:
 def announce_rows_changed(task_id: int) -> None:
     """Send ``model_rows_changed`` for ``task_id`` after the commit (the task bundle forgets)."""
     transaction.on_commit(
-        lambda: model_rows_changed.send(sender=Model, task_ids=[task_id]), robust=True
+        lambda: model_rows_changed.send(sender=RegisteredModel, task_ids=[task_id]), robust=True
     )
 
 
 def predict_live(
-    model: Model,
+    model: RegisteredModel,
     inputs: list[dict],
     *,
     config: TaskConfig | None = None,

@@ -9,7 +9,7 @@ from django.db import models
 from core.errors import ServiceError
 from core.forms import BoundedJSONField
 from models_hub import services
-from models_hub.models import Model, Protocol
+from models_hub.models import Protocol, RegisteredModel
 from models_hub.trial import model_trial
 from tasks.models import Round
 
@@ -113,7 +113,7 @@ class ModelRegisterForm(EndpointCheckMixin, forms.ModelForm):
     in_loop = forms.BooleanField(initial=True, required=False)
 
     class Meta:
-        model = Model
+        model = RegisteredModel
         formfield_callback = url_formfield
         fields = [*CARD_AND_ENDPOINT_FIELDS, "is_published"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
@@ -151,7 +151,7 @@ class ModelEditForm(EndpointCheckMixin, forms.ModelForm):
         self.editor = editor
 
     class Meta:
-        model = Model
+        model = RegisteredModel
         formfield_callback = url_formfield
         fields = [*CARD_AND_ENDPOINT_FIELDS, "is_published"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
@@ -189,7 +189,7 @@ class ModelAdminForm(EndpointCheckMixin, forms.ModelForm):
     )
 
     class Meta:
-        model = Model
+        model = RegisteredModel
         formfield_callback = url_formfield
         fields = [
             "task",
@@ -216,7 +216,9 @@ class ModelAdminForm(EndpointCheckMixin, forms.ModelForm):
             self.add_error("in_loop", "A model without an endpoint cannot answer in the loop.")
         if self.instance.pk is None and task is not None and not self.errors:
             fields = {name: cleaned[name] for name in services.ENDPOINT_FIELDS if name in cleaned}
-            trial_model = Model(task=task, auth_token=cleaned.get("auth_token", ""), **fields)
+            trial_model = RegisteredModel(
+                task=task, auth_token=cleaned.get("auth_token", ""), **fields
+            )
             try:
                 model_trial(trial_model, task.config, task.code)
             except ServiceError as error:

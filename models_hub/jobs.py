@@ -31,7 +31,7 @@ from core.errors import NotFound
 from models_hub import calls, selectors
 from models_hub.client import EndpointSpec, predict
 from models_hub.errors import ModelCallError, ModelConfigurationError
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.queues import (
     HEALTH_FAILURE_TTL,
     HEALTH_JOB_TIMEOUT,
@@ -72,7 +72,11 @@ def health_check_all_job() -> dict[str, Any]:
 
 def predict_job(model_id: int, inputs: list[dict]) -> dict[str, Any]:
     """Return ``{"outputs", "model_version", "latency_ms"}`` or ``{"error": {...}}``."""
-    model = Model.objects.select_related("task", "task__current_config").filter(pk=model_id).first()
+    model = (
+        RegisteredModel.objects.select_related("task", "task__current_config")
+        .filter(pk=model_id)
+        .first()
+    )
     if model is None:
         return {"error": {"code": "not_found", "message": "the model no longer exists"}}
     return _prediction_outcome(lambda: calls.predict_live(model, inputs))

@@ -24,7 +24,7 @@ class ModelStatus(models.TextChoices):
     DISABLED = "disabled", "Disabled"
 
 
-class Model(models.Model):
+class RegisteredModel(models.Model):
     """A model registered for a task: a model card plus, usually, an HTTP endpoint.
 
     ``auth_token`` is write-only: forms never render it back, and it is kept out of
@@ -141,7 +141,9 @@ class RoundModel(models.Model):
     """A model in the loop of a round: the create page picks among these."""
 
     round = models.ForeignKey("tasks.Round", on_delete=models.CASCADE, related_name="round_models")
-    model = models.ForeignKey(Model, on_delete=models.CASCADE, related_name="round_models")
+    model = models.ForeignKey(
+        RegisteredModel, on_delete=models.CASCADE, related_name="round_models"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

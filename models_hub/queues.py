@@ -16,7 +16,7 @@ from django.db import transaction
 from redis.exceptions import RedisError
 from rq.job import Job, JobStatus
 
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.transport import LIVE_RETRY
 
 logger = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def enqueue_health_check_all() -> Job:
     )
 
 
-def enqueue_predict(model: Model, inputs: list[dict]) -> str:
+def enqueue_predict(model: RegisteredModel, inputs: list[dict]) -> str:
     """Enqueue a live prediction of ``model`` after commit; return the job id at once.
 
     The caller usually saved an example first: ``on_commit`` makes sure the worker never

@@ -22,7 +22,7 @@ from django.db import transaction
 from core.errors import ServiceError
 from models_hub import calls, services
 from models_hub.demo.catalog import SERVED, DemoModel, demo_model
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.demo_registry import SeedOptions, register_seeder
 from tasks.models import Task
 
@@ -34,10 +34,10 @@ def demo_owner():
     return get_user_model().objects.filter(username=DEMO_OWNER_USERNAME).first()
 
 
-def ensure_demo_model(task: Task, owner, spec: DemoModel, **endpoint) -> Model:
+def ensure_demo_model(task: Task, owner, spec: DemoModel, **endpoint) -> RegisteredModel:
     """Register ``spec`` for ``task`` (published), or bring its card and ``endpoint`` up to
     date when a model of its name exists."""
-    model = Model.objects.filter(task=task, name=spec.name).first()
+    model = RegisteredModel.objects.filter(task=task, name=spec.name).first()
     if model is None:
         # The loop is the seeder's choice (``_seed_one``), not the owner's default.
         return services.model_register(
@@ -66,7 +66,9 @@ def models_repoint(old_url: str, new_url: str, owner, *, exclude: int | None = N
     if not old_url or old == new:
         return 0
     moved = 0
-    candidates = Model.objects.select_related("task").filter(endpoint_url__istartswith=old)
+    candidates = RegisteredModel.objects.select_related("task").filter(
+        endpoint_url__istartswith=old
+    )
     for model in candidates.exclude(pk=exclude):
         if _origin(model.endpoint_url) != old:
             continue  # "http://host:81" is a prefix of "http://host:8101"
@@ -80,9 +82,13 @@ def models_repoint(old_url: str, new_url: str, owner, *, exclude: int | None = N
     return moved
 
 
-def _seed_one(task: Task, owner, spec: DemoModel, url: str, options: SeedOptions) -> Model:
+def _seed_one(
+    task: Task, owner, spec: DemoModel, url: str, options: SeedOptions
+) -> RegisteredModel:
     previous = (
-        Model.objects.filter(task=task, name=spec.name).values_list("endpoint_url", flat=True)
+        RegisteredModel.objects.filter(task=task, name=spec.name).values_list(
+            "endpoint_url", flat=True
+        )
     ).first()
     with transaction.atomic():
         model = ensure_demo_model(

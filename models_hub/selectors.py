@@ -13,7 +13,7 @@ from models_hub import sealing
 from models_hub.client import EndpointSpec
 from models_hub.errors import ModelConfigurationError, ModelTokenUnreadable
 from models_hub.keyring import site_key_ring
-from models_hub.models import Model, ModelStatus, RoundModel
+from models_hub.models import ModelStatus, RegisteredModel, RoundModel
 from tasks.models import Round, Task
 from tasks.permissions import can_manage_task, can_view_task
 from tasks.selectors import RoundWarning
@@ -25,7 +25,7 @@ TOKEN_REENTER = "enter the token again"
 PICKABLE_STATUSES = (ModelStatus.HEALTHY, ModelStatus.UNKNOWN)
 
 
-def model_read_timeout_cap(model: Model) -> float:
+def model_read_timeout_cap(model: RegisteredModel) -> float:
     """Return the most ``read_timeout`` may be for ``model``: its own cap (set by staff) or
     the site's (``MODELS_HUB_READ_TIMEOUT_CAP``)."""
     if model.read_timeout_cap is not None:
@@ -33,7 +33,7 @@ def model_read_timeout_cap(model: Model) -> float:
     return float(settings.MODELS_HUB_READ_TIMEOUT_CAP)
 
 
-def endpoint_spec(model: Model) -> EndpointSpec:
+def endpoint_spec(model: RegisteredModel) -> EndpointSpec:
     """Return the client's view of ``model``: URL, protocol, token, limits and the allowlist.
 
     The read timeout is at most the model's cap (``model_read_timeout_cap``), whatever was
@@ -64,7 +64,7 @@ def endpoint_spec(model: Model) -> EndpointSpec:
     )
 
 
-def model_token_unreadable(model: Model) -> bool:
+def model_token_unreadable(model: RegisteredModel) -> bool:
     """Return True when ``model`` has a stored token that the site's keys cannot decrypt
     (its owner must enter it again); the token itself is never returned."""
     return not sealing.can_unseal(model.auth_token, site_key_ring())
@@ -75,36 +75,40 @@ def _with_task(queryset):
     return queryset.select_related("task", "task__current_config")
 
 
-def models_in_loop(round: Round) -> list[Model]:
+def models_in_loop(round: Round) -> list[RegisteredModel]:
     """Return the models in the loop of ``round`` (one query), ordered by name."""
-    return list(_with_task(Model.objects.filter(round_models__round=round)).order_by("name", "pk"))
+    return list(
+        _with_task(RegisteredModel.objects.filter(round_models__round=round)).order_by("name", "pk")
+    )
 
 
 def _pickable(round_ids):
     return (
-        Model.objects.filter(round_models__round_id__in=round_ids, status__in=PICKABLE_STATUSES)
+        RegisteredModel.objects.filter(
+            round_models__round_id__in=round_ids, status__in=PICKABLE_STATUSES
+        )
         .exclude(protocol="none")
         .exclude(endpoint_url="")
     )
 
 
-def is_pickable(model: Model) -> bool:
+def is_pickable(model: RegisteredModel) -> bool:
     """Return True when ``model`` may answer in a loop now (``_pickable``'s rule, in Python)."""
     return model.status in PICKABLE_STATUSES and model.has_endpoint
 
 
-def loop_members(round_ids) -> list[tuple[Model, int]]:
+def loop_members(round_ids) -> list[tuple[RegisteredModel, int]]:
     """Every model in the loops of rounds ``round_ids``, whatever its health, each with its
     round's id; one query. ``is_pickable`` tells which may answer."""
     if not round_ids:
         return []
-    rows = Model.objects.filter(round_models__round_id__in=round_ids).annotate(
+    rows = RegisteredModel.objects.filter(round_models__round_id__in=round_ids).annotate(
         loop_round_id=F("round_models__round_id")
     )
     return [(model, model.loop_round_id) for model in rows.order_by("pk")]
 
 
-def model_pick_for_round(round: Round, rng: random.Random | None = None) -> Model | None:
+def model_pick_for_round(round: Round, rng: random.Random | None = None) -> RegisteredModel | None:
     """Pick a random in-the-loop model of ``round`` that is healthy or not yet checked, with
     its task and config; None when the round has no such model. One query."""
     picked = list(_with_task(_pickable([round.pk])).order_by("pk"))
@@ -113,7 +117,7 @@ def model_pick_for_round(round: Round, rng: random.Random | None = None) -> Mode
     return (rng or random).choice(picked)
 
 
-def _label_owner(model: Model, user, manages_task: bool) -> Model:
+def _label_owner(model: RegisteredModel, user, manages_task: bool) -> RegisteredModel:
     """Set ``model.owner_display``: the owner's name, or "anonymous" for other people."""
     sees_owner = manages_task or (user.is_authenticated and model.owner_id == user.pk)
     if model.is_anonymous and not sees_owner:
@@ -123,14 +127,14 @@ def _label_owner(model: Model, user, manages_task: bool) -> Model:
     return model
 
 
-def model_list_for_task(task: Task, user) -> list[Model]:
+def model_list_for_task(task: Task, user) -> list[RegisteredModel]:
     """Return the models of ``task`` that ``user`` may see, each with ``owner_display``.
 
     Everyone sees published models; a user also sees their own; task owners see all.
     One query (plus one for ownership when the task's owners are not prefetched).
     """
     manages = can_manage_task(user, task)
-    models = Model.objects.filter(task=task).select_related("owner")
+    models = RegisteredModel.objects.filter(task=task).select_related("owner")
     if not manages:
         visible = Q(is_published=True)
         if user.is_authenticated:
@@ -148,16 +152,18 @@ def model_ids_hidden_from(task: Task, user) -> frozenset[int]:
     """
     if can_manage_task(user, task):
         return frozenset()
-    models = Model.objects.filter(task=task, is_published=False)
+    models = RegisteredModel.objects.filter(task=task, is_published=False)
     if user is not None and user.is_authenticated:
         models = models.exclude(owner=user)
     return frozenset(models.values_list("pk", flat=True))
 
 
-def model_get_visible(pk: int, user) -> Model:
+def model_get_visible(pk: int, user) -> RegisteredModel:
     """Return model ``pk`` with ``owner_display`` if ``user`` may see it, else raise NotFound."""
     model = (
-        Model.objects.select_related("owner", "task", "task__current_config").filter(pk=pk).first()
+        RegisteredModel.objects.select_related("owner", "task", "task__current_config")
+        .filter(pk=pk)
+        .first()
     )
     if model is None or not can_view_task(user, model.task):
         raise NotFound(f"no model {pk}")
@@ -168,7 +174,7 @@ def model_get_visible(pk: int, user) -> Model:
     return _label_owner(model, user, manages)
 
 
-def model_can_edit(model: Model, user) -> bool:
+def model_can_edit(model: RegisteredModel, user) -> bool:
     """Return True for the model's owner and the owners of its task."""
     if not (user and user.is_authenticated):
         return False
@@ -178,7 +184,7 @@ def model_can_edit(model: Model, user) -> bool:
 def model_ids_to_check() -> list[int]:
     """Return the ids of every model with an endpoint that is not disabled."""
     return list(
-        Model.objects.exclude(protocol="none")
+        RegisteredModel.objects.exclude(protocol="none")
         .exclude(endpoint_url="")
         .exclude(status=ModelStatus.DISABLED)
         .order_by("pk")
@@ -186,11 +192,11 @@ def model_ids_to_check() -> list[int]:
     )
 
 
-def loop_health(task: Task) -> list[tuple[Round, list[Model]]]:
+def loop_health(task: Task) -> list[tuple[Round, list[RegisteredModel]]]:
     """Return each open round of ``task`` (newest first) with the models in its loop, by
     name, whatever their health (two queries): what the owners watch."""
     rounds = list(task.rounds.filter(is_open=True).order_by("-number"))
-    members: dict[int, list[Model]] = {round_.pk: [] for round_ in rounds}
+    members: dict[int, list[RegisteredModel]] = {round_.pk: [] for round_ in rounds}
     for model, round_id in loop_members(list(members)):
         members[round_id].append(model)
     return [
@@ -199,10 +205,10 @@ def loop_health(task: Task) -> list[tuple[Round, list[Model]]]:
     ]
 
 
-def rounds_with_models(task: Task) -> list[tuple[Round, list[Model]]]:
+def rounds_with_models(task: Task) -> list[tuple[Round, list[RegisteredModel]]]:
     """Return each round of ``task`` with its in-loop models (two queries)."""
     rounds = list(task.rounds.order_by("number"))
-    links: dict[int, list[Model]] = {round.pk: [] for round in rounds}
+    links: dict[int, list[RegisteredModel]] = {round.pk: [] for round in rounds}
     for link in RoundModel.objects.filter(round__task=task).select_related("model"):
         links[link.round_id].append(link.model)
     return [(round, links[round.pk]) for round in rounds]
@@ -217,7 +223,7 @@ def loop_warnings(task: Task, rounds) -> list[RoundWarning]:
 
     Registered with ``tasks.selectors.register_round_check`` (see ``apps.py``).
     """
-    members: dict[int, list[Model]] = {round_.pk: [] for round_ in rounds}
+    members: dict[int, list[RegisteredModel]] = {round_.pk: [] for round_ in rounds}
     for model, round_id in loop_members(list(members)):
         members[round_id].append(model)
     # Where the loop is set: the task's loop page.

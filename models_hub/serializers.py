@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from models_hub import selectors, services
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.metrics.jobs import plausible_job_value
 
 
@@ -29,7 +29,7 @@ class ModelEndpointSerializer(serializers.ModelSerializer):
     endpoint_url = serializers.CharField(read_only=True)
 
     class Meta:
-        model = Model
+        model = RegisteredModel
         fields = [
             "endpoint_url",
             "connect_timeout",
@@ -52,7 +52,7 @@ class ModelSerializer(serializers.ModelSerializer):
     memory_gb = ReportedMemoryField()
 
     class Meta:
-        model = Model
+        model = RegisteredModel
         fields = [
             "id",
             "task",
@@ -79,19 +79,19 @@ class ModelSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def get_owner(self, model: Model) -> str:
+    def get_owner(self, model: RegisteredModel) -> str:
         """The owner's username, or "anonymous" (``model_list_for_task`` decides)."""
         return getattr(model, "owner_display", selectors.ANONYMOUS_OWNER)
 
-    def _can_edit(self, model: Model) -> bool:
+    def _can_edit(self, model: RegisteredModel) -> bool:
         request = self.context.get("request")
         return bool(request) and selectors.model_can_edit(model, request.user)
 
-    def get_can_edit(self, model: Model) -> bool:
+    def get_can_edit(self, model: RegisteredModel) -> bool:
         return self._can_edit(model)
 
     @extend_schema_field(ModelEndpointSerializer(allow_null=True))
-    def get_endpoint(self, model: Model):
+    def get_endpoint(self, model: RegisteredModel):
         if not self._can_edit(model):
             return None
         return ModelEndpointSerializer(model).data
@@ -123,7 +123,7 @@ class ModelRegisterSerializer(_ModelWriteSerializer):
     )
 
     class Meta:
-        model = Model
+        model = RegisteredModel
         fields = [*services.REGISTER_FIELDS, "in_loop"]
         extra_kwargs = {"name": {"required": True}}
 
@@ -134,7 +134,7 @@ class ModelUpdateSerializer(_ModelWriteSerializer):
     )
 
     class Meta:
-        model = Model
+        model = RegisteredModel
         fields = list(services.UPDATE_FIELDS)
         extra_kwargs = {name: {"required": False} for name in services.UPDATE_FIELDS}
 

@@ -28,7 +28,7 @@ from models_hub.errors import (
     ModelUnreachable,
 )
 from models_hub.keyring import site_key_ring
-from models_hub.models import BudgetKind, Model, ModelStatus, Protocol, RoundModel
+from models_hub.models import BudgetKind, ModelStatus, Protocol, RegisteredModel, RoundModel
 from models_hub.signals import model_registered, model_rows_changed
 from models_hub.ssrf import check_url
 from models_hub.trial import model_trial
@@ -98,7 +98,7 @@ def read_timeout_problem(read_timeout: float | None, cap: float) -> str:
     )
 
 
-def _full_clean(model: Model, *, check_cap: bool = True) -> None:
+def _full_clean(model: RegisteredModel, *, check_cap: bool = True) -> None:
     """Run the field validators and (``check_cap``) the read-timeout cap; turn failures into
     a ServiceError."""
     details: dict[str, list[str]] = {}
@@ -125,7 +125,7 @@ def _full_clean(model: Model, *, check_cap: bool = True) -> None:
 
 def model_register(
     *, task: Task, owner, in_loop: bool | None = None, trial: bool = True, **fields: Any
-) -> Model:
+) -> RegisteredModel:
     """Register a model for ``task`` owned by ``owner`` and queue a first health check.
 
     ``trial``: first send the endpoint one request built from the task's config and refuse a
@@ -150,7 +150,7 @@ def model_register(
     fields["endpoint_url"] = model_check_endpoint(protocol, fields.get("endpoint_url", ""))
     fields["auth_token"] = (fields.get("auth_token") or "").strip()
     fields.setdefault("options", {})
-    model = Model(task=task, owner=owner, **fields)
+    model = RegisteredModel(task=task, owner=owner, **fields)
     _full_clean(model)
     if trial:
         model_trial(model, task.config, task.code)
@@ -176,15 +176,15 @@ def model_register(
     return model
 
 
-def _loop_join_current_round(model: Model) -> None:
+def _loop_join_current_round(model: RegisteredModel) -> None:
     """Put ``model`` in the loop of its task's current round (none open: nothing to do)."""
     round_ = round_current(model.task)
     if round_ is not None:
         RoundModel.objects.create(round=round_, model=model)
 
 
-def _announce_registration(model: Model) -> None:
-    for receiver, outcome in model_registered.send_robust(sender=Model, model=model):
+def _announce_registration(model: RegisteredModel) -> None:
+    for receiver, outcome in model_registered.send_robust(sender=RegisteredModel, model=model):
         if isinstance(outcome, Exception):
             # The registration stands; a failed hand-over must not turn into an error page.
             logger.error(
@@ -195,7 +195,7 @@ def _announce_registration(model: Model) -> None:
             )
 
 
-def _require_editor(model: Model, user) -> None:
+def _require_editor(model: RegisteredModel, user) -> None:
     if not selectors.model_can_edit(model, user):
         raise PermissionDenied("only the model's owner or the task's owners can change it")
 
@@ -217,7 +217,7 @@ def endpoint_origin(url: str) -> tuple[str, str, int | None]:
 
 
 def token_move_problem(
-    model: Model,
+    model: RegisteredModel,
     user,
     *,
     endpoint_url: str | None = None,
@@ -253,7 +253,7 @@ def token_move_problem(
     return ""
 
 
-def model_update_card(model: Model, user, **fields: Any) -> Model:
+def model_update_card(model: RegisteredModel, user, **fields: Any) -> RegisteredModel:
     """Update the card, endpoint settings or token of ``model``; never changes publishing.
 
     ``auth_token`` (non-empty) replaces the token, ``clear_auth_token=True`` removes it; a
@@ -311,7 +311,7 @@ def model_update_card(model: Model, user, **fields: Any) -> Model:
     return model
 
 
-def model_set_read_timeout_cap(model: Model, user, cap: float | None) -> Model:
+def model_set_read_timeout_cap(model: RegisteredModel, user, cap: float | None) -> RegisteredModel:
     """Set ``model``'s own cap on its read timeout (None: the site's cap); staff with the
     ``models_hub.raise_read_timeout`` permission only (superusers have it)."""
     if not (user and user.is_authenticated and user.has_perm("models_hub.raise_read_timeout")):
@@ -327,7 +327,7 @@ def model_set_read_timeout_cap(model: Model, user, cap: float | None) -> Model:
     return model
 
 
-def model_set_published(model: Model, user, published: bool) -> Model:
+def model_set_published(model: RegisteredModel, user, published: bool) -> RegisteredModel:
     """Publish or unpublish ``model`` (its owner or the task's owners)."""
     _require_editor(model, user)
     if model.is_published != bool(published):
@@ -336,7 +336,7 @@ def model_set_published(model: Model, user, published: bool) -> Model:
     return model
 
 
-def model_set_status(model: Model, user, status: str) -> Model:
+def model_set_status(model: RegisteredModel, user, status: str) -> RegisteredModel:
     """Disable a model (``disabled``) or re-enable it (``unknown`` until its next check)."""
     _require_editor(model, user)
     if status not in (ModelStatus.DISABLED, ModelStatus.UNKNOWN):
@@ -346,7 +346,7 @@ def model_set_status(model: Model, user, status: str) -> Model:
     return model
 
 
-def _check_loop_models(task: Task, models: Sequence[Model]) -> None:
+def _check_loop_models(task: Task, models: Sequence[RegisteredModel]) -> None:
     for model in models:
         if model.task_id != task.pk:
             raise ServiceError(
@@ -359,7 +359,9 @@ def _check_loop_models(task: Task, models: Sequence[Model]) -> None:
             )
 
 
-def model_set_in_loop(round: Round, models: Iterable[Model], user) -> list[Model]:
+def model_set_in_loop(
+    round: Round, models: Iterable[RegisteredModel], user
+) -> list[RegisteredModel]:
     """Make ``models`` exactly the in-the-loop models of ``round`` (task owners only)."""
     models = list(models)
     if not can_manage_task(user, round.task):
@@ -375,7 +377,7 @@ def model_set_in_loop(round: Round, models: Iterable[Model], user) -> list[Model
     return models
 
 
-def model_set_rounds(model: Model, rounds: Iterable[Round], user) -> None:
+def model_set_rounds(model: RegisteredModel, rounds: Iterable[Round], user) -> None:
     """Make ``rounds`` exactly the rounds whose loop includes ``model`` (task owners only)."""
     rounds = list(rounds)
     if not can_manage_task(user, model.task):
@@ -431,7 +433,7 @@ def model_tokens_rotate() -> TokenRotation:
     ring = site_key_ring()
     report = TokenRotation()
     task_ids: set[int] = set()
-    rows = Model.objects.exclude(auth_token="").order_by("pk")
+    rows = RegisteredModel.objects.exclude(auth_token="").order_by("pk")
     for pk, name, task_id, stored in rows.values_list("pk", "name", "task_id", "auth_token"):
         try:
             if sealing.is_sealed(stored):
@@ -443,12 +445,15 @@ def model_tokens_rotate() -> TokenRotation:
             continue
         # Compared as the stored text: the field would seal a plain value before comparing.
         stored_text = Value(stored, output_field=TextField())
-        if Model.objects.filter(pk=pk, auth_token=stored_text).update(auth_token=new_value):
+        if RegisteredModel.objects.filter(pk=pk, auth_token=stored_text).update(
+            auth_token=new_value
+        ):
             setattr(report, counter, getattr(report, counter) + 1)
             task_ids.add(task_id)
     if task_ids:
         transaction.on_commit(
-            lambda: model_rows_changed.send(sender=Model, task_ids=sorted(task_ids)), robust=True
+            lambda: model_rows_changed.send(sender=RegisteredModel, task_ids=sorted(task_ids)),
+            robust=True,
         )
     logger.info(
         "model tokens: %s rotated, %s sealed, %s unreadable",

@@ -13,7 +13,7 @@ import dataclasses
 from core.errors import ServiceError
 from models_hub import client, selectors
 from models_hub.errors import ModelBadResponse, ModelCallError
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.transport import RetryPolicy
 from tasks.config.types import FieldSpec, FieldType, TaskConfig
 
@@ -49,7 +49,7 @@ def answer_unfit(error: ModelCallError) -> bool:
     return error.status is None or 200 <= error.status < 300
 
 
-def model_trial(model: Model, config: TaskConfig | None, task_code: str) -> None:
+def model_trial(model: RegisteredModel, config: TaskConfig | None, task_code: str) -> None:
     """Send ``model`` (saved or not) one request built from ``config``; raise a
     ``ServiceError`` (``model.answer_unfit``, on ``endpoint_url``) quoting the value error
     when its answer cannot fit the task. Does nothing for a model without an endpoint."""

@@ -12,7 +12,7 @@ from django.views.generic import FormView, TemplateView
 from core.errors import NotFound, ServiceError
 from models_hub import selectors, services
 from models_hub.forms import LoopForm, ModelEditForm, ModelRegisterForm
-from models_hub.models import Model, Protocol
+from models_hub.models import Protocol, RegisteredModel
 from tasks import selectors as task_selectors
 from tasks.permissions import can_manage_task, can_register_model
 
@@ -24,7 +24,7 @@ def _visible_task(code: str, user):
         raise Http404(error.message) from None
 
 
-def _visible_model(pk: int, user) -> Model:
+def _visible_model(pk: int, user) -> RegisteredModel:
     try:
         return selectors.model_get_visible(pk, user)
     except NotFound as error:
@@ -54,7 +54,7 @@ class ModelRegisterView(LoginRequiredMixin, FormView):
 
     def get_form_kwargs(self):
         kwargs = super().get_form_kwargs()
-        kwargs["instance"] = Model(task=self.task, owner=self.request.user)
+        kwargs["instance"] = RegisteredModel(task=self.task, owner=self.request.user)
         if can_manage_task(self.request.user, self.task):
             kwargs["loop_round"] = task_selectors.round_current(self.task)
         return kwargs
@@ -118,7 +118,7 @@ class ModelEditView(LoginRequiredMixin, FormView):
     def get_form_kwargs(self):
         kwargs = super().get_form_kwargs()
         # A copy: a refused edit must not leave half-applied values on the page's model.
-        kwargs["instance"] = Model.objects.get(pk=self.model.pk)
+        kwargs["instance"] = RegisteredModel.objects.get(pk=self.model.pk)
         kwargs["editor"] = self.request.user
         return kwargs
 

@@ -71,7 +71,7 @@ class ModelFactory(factory.django.DjangoModelFactory):
     """A published predictions-file model (no endpoint) of a task."""
 
     class Meta:
-        model = "models_hub.Model"
+        model = "models_hub.RegisteredModel"
 
     task = factory.SubFactory(TaskFactory)
     owner = factory.SubFactory(UserFactory)

@@ -18,7 +18,7 @@ from annotation.arena.synthetic import synthetic_battles
 from core.errors import ServiceError
 from models_hub import services as hub_services
 from models_hub.calls import model_record_health
-from models_hub.models import Model, Protocol
+from models_hub.models import Protocol, RegisteredModel
 from tasks.models import Task
 
 ARENA_TASK = "arena"
@@ -32,7 +32,9 @@ VARIANTS = {
 }
 
 
-def _arena_model(task: Task, owner, source: Model, suffix: str, max_tokens) -> Model:
+def _arena_model(
+    task: Task, owner, source: RegisteredModel, suffix: str, max_tokens
+) -> RegisteredModel:
     name = f"{source.name}{suffix}"
     options = dict(source.options or {})
     if max_tokens is not None:
@@ -43,7 +45,7 @@ def _arena_model(task: Task, owner, source: Model, suffix: str, max_tokens) -> M
         "options": options,
         "description": source.description,
     }
-    model = Model.objects.filter(task=task, name=name).first()
+    model = RegisteredModel.objects.filter(task=task, name=name).first()
     if model is None:
         model = hub_services.model_register(
             task=task, owner=owner, name=name, is_published=True, in_loop=False, **fields
@@ -73,7 +75,7 @@ def seed_arena(say) -> None:
     owner = task.owners.order_by("pk").first() if task is not None else None
     if task is None or owner is None:
         return
-    sources = Model.objects.filter(task__code=SOURCE_TASK, name__in=VARIANTS).exclude(
+    sources = RegisteredModel.objects.filter(task__code=SOURCE_TASK, name__in=VARIANTS).exclude(
         endpoint_url=""
     )
     models, strengths = [], {}

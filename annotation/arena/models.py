@@ -41,10 +41,10 @@ class ArenaBattle(models.Model):
         related_name="arena_battles",
     )
     model_a = models.ForeignKey(
-        "models_hub.Model", null=True, on_delete=models.SET_NULL, related_name="+"
+        "models_hub.RegisteredModel", null=True, on_delete=models.SET_NULL, related_name="+"
     )
     model_b = models.ForeignKey(
-        "models_hub.Model", null=True, on_delete=models.SET_NULL, related_name="+"
+        "models_hub.RegisteredModel", null=True, on_delete=models.SET_NULL, related_name="+"
     )
     model_a_name = models.CharField(max_length=200)
     model_b_name = models.CharField(max_length=200)

@@ -34,7 +34,7 @@ from annotation.chat.models import ConversationStatus
 from annotation.chat.selectors import is_owner
 from annotation.chat.text_models import is_text_protocol
 from core.errors import NotFound
-from models_hub.models import Model, Protocol
+from models_hub.models import Protocol, RegisteredModel
 from models_hub.selectors import PICKABLE_STATUSES, model_ids_hidden_from
 from tasks.config.arena import ArenaConfig
 from tasks.config.chat import ChatConfig
@@ -66,13 +66,13 @@ class SkippedModel:
     reason: str
 
 
-def arena_candidates(round_, chat: ChatConfig) -> tuple[list[Model], list[SkippedModel]]:
+def arena_candidates(round_, chat: ChatConfig) -> tuple[list[RegisteredModel], list[SkippedModel]]:
     """The models a battle may draw: the round's models in the loop with an endpoint (chat or
     text: ``annotation.chat.text_models``), healthy or not yet checked; and the text models left out
     because a battle of this arena may have more than one turn (a text model answers one
     message). One query."""
     models = list(
-        Model.objects.filter(round_models__round=round_, status__in=PICKABLE_STATUSES)
+        RegisteredModel.objects.filter(round_models__round=round_, status__in=PICKABLE_STATUSES)
         .exclude(endpoint_url="")
         .exclude(protocol=Protocol.NONE)
         .select_related("task")

@@ -17,14 +17,14 @@ from django.db.models import Count
 from annotation.campaigns.actors import Actor
 from annotation.chat.models import ConversationSeat
 from core.errors import Conflict
-from models_hub.models import Model, Protocol
+from models_hub.models import Protocol, RegisteredModel
 from models_hub.selectors import PICKABLE_STATUSES
 from tasks.config.chat import ChatConfig
 
 
-def chat_candidates(round_) -> list[Model]:
+def chat_candidates(round_) -> list[RegisteredModel]:
     return list(
-        Model.objects.filter(
+        RegisteredModel.objects.filter(
             round_models__round=round_,
             status__in=PICKABLE_STATUSES,
             protocol=Protocol.OPENAI_CHAT,
@@ -42,7 +42,7 @@ def _counts(queryset) -> dict[int, int]:
 
 def seat_models(
     task, round_, actor: Actor, chat: ChatConfig, rng: random.Random | None = None
-) -> list[Model]:
+) -> list[RegisteredModel]:
     """The models for a new conversation of ``actor`` (see the module docstring).
 
     Raises ``Conflict`` when no model can chat, or every one was met already under

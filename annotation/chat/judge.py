@@ -29,7 +29,7 @@ from annotation.stats import counters
 from annotation.stats.buffer import counters_add_on_commit
 from models_hub import chat_client
 from models_hub.errors import ModelCallError, ModelConfigurationError
-from models_hub.models import Model, Protocol
+from models_hub.models import Protocol, RegisteredModel
 from models_hub.protocols.openai_chat import find_labels
 from models_hub.selectors import endpoint_spec
 from tasks.config.chat import ChatJudge
@@ -89,7 +89,7 @@ def chat_judge_job(conversation_id: int) -> dict:
         pk=conversation_id
     )
     judge = conversation.config_version.parsed.chat.judge
-    model = Model.objects.filter(
+    model = RegisteredModel.objects.filter(
         task=conversation.task, name=judge.model, protocol=Protocol.OPENAI_CHAT
     ).first()
     shown = transcript(conversation, reveal=False)

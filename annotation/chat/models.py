@@ -60,7 +60,11 @@ class Conversation(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     # The judge model's verdict (stored like a model answer and validated with the rest).
     judge_model = models.ForeignKey(
-        "models_hub.Model", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "models_hub.RegisteredModel",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     judge_reply = models.TextField(blank=True)
     judge_raw = models.JSONField(null=True, blank=True)
@@ -87,7 +91,10 @@ class ConversationSeat(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="seats")
     position = models.PositiveSmallIntegerField()
     model = models.ForeignKey(
-        "models_hub.Model", null=True, on_delete=models.SET_NULL, related_name="chat_seats"
+        "models_hub.RegisteredModel",
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="chat_seats",
     )
     model_name = models.CharField(max_length=200)
     # Was this model fooled: by the worker's say, the judge's, and the decision.
@@ -140,7 +147,7 @@ class ChatReply(models.Model):
 
     turn = models.ForeignKey(ChatTurn, on_delete=models.CASCADE, related_name="replies")
     position = models.PositiveSmallIntegerField()
-    model = models.ForeignKey("models_hub.Model", null=True, on_delete=models.SET_NULL)
+    model = models.ForeignKey("models_hub.RegisteredModel", null=True, on_delete=models.SET_NULL)
     model_version = models.CharField(max_length=200, blank=True)
     status = models.CharField(
         max_length=16, choices=ReplyStatus.choices, default=ReplyStatus.STREAMING

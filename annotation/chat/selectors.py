@@ -18,7 +18,7 @@ from annotation.chat.models import (
     ReplyStatus,
 )
 from core.errors import NotFound
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.config.chat import CHOICE_BEST, ChatConfig
 from tasks.permissions import can_manage_task
 
@@ -159,7 +159,9 @@ def unlisted_positions(conversation: Conversation, seats) -> frozenset[int]:
     ids = [seat.model_id for seat in seats if seat.model_id is not None]
     if not ids:
         return frozenset()
-    rows = Model.objects.filter(pk__in=ids, is_published=False).values_list("pk", "owner_id")
+    rows = RegisteredModel.objects.filter(pk__in=ids, is_published=False).values_list(
+        "pk", "owner_id"
+    )
     worker = conversation.user_id
     hidden = {pk for pk, owner in rows if worker is None or owner != worker}
     if hidden and worker is not None and can_manage_task(conversation.user, conversation.task):

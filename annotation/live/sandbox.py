@@ -25,7 +25,7 @@ from annotation.live.queue import (
 from core.errors import NotFound
 from models_hub.calls import predict_live
 from models_hub.errors import ModelCallError
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,11 @@ SANDBOX_ACTOR_META = "actor"
 
 def sandbox_prediction_job(model_id: int, inputs: dict[str, Any]) -> dict[str, Any]:
     """Ask model ``model_id`` for one input and return the answer; nothing is stored."""
-    model = Model.objects.select_related("task", "task__current_config").filter(pk=model_id).first()
+    model = (
+        RegisteredModel.objects.select_related("task", "task__current_config")
+        .filter(pk=model_id)
+        .first()
+    )
     if model is None:
         return {"ok": False, "code": "model.missing", "message": "The model is gone."}
     try:
@@ -55,7 +59,9 @@ def sandbox_prediction_job(model_id: int, inputs: dict[str, Any]) -> dict[str, A
     }
 
 
-def enqueue_sandbox_prediction(model: Model, inputs: dict[str, Any], actor_key: str) -> str | None:
+def enqueue_sandbox_prediction(
+    model: RegisteredModel, inputs: dict[str, Any], actor_key: str
+) -> str | None:
     """Queue a sandbox question for the actor ``actor_key`` (``Actor.key``); return its job
     id, or None when Redis cannot be reached."""
     try:

@@ -24,7 +24,7 @@ from annotation.campaigns.actors import Actor
 from annotation.sampling import sample_context
 from annotation.selectors.contexts import context_id_or_none, context_key, contexts_remember
 from core.errors import NotFound, PermissionDenied
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.selectors import is_pickable, loop_members
 from tasks.config import TaskConfig
 from tasks.models import Context, Round, Task, TaskConfigVersion
@@ -53,7 +53,7 @@ class TaskBundle:
 
     task: Task
     open_rounds: tuple[Round, ...] = ()
-    loop_models: dict[int, tuple[Model, ...]] = field(default_factory=dict)
+    loop_models: dict[int, tuple[RegisteredModel, ...]] = field(default_factory=dict)
     loop_sizes: dict[int, int] = field(default_factory=dict)
     # The cached row of the context a request named (``task_bundle(context_id=...)``).
     requested_context: Context | None = None
@@ -73,7 +73,7 @@ class TaskBundle:
     def open_round(self, round_id: int) -> Round | None:
         return next((round_ for round_ in self.open_rounds if round_.pk == round_id), None)
 
-    def pick_model(self, round_: Round, rng: random.Random | None = None) -> Model | None:
+    def pick_model(self, round_: Round, rng: random.Random | None = None) -> RegisteredModel | None:
         """A model of ``round_``'s loop at random (None when it has none)."""
         models = self.loop_models.get(round_.pk, ())
         return (rng or random).choice(models) if models else None
@@ -97,7 +97,7 @@ def _read_bundle(code: str) -> TaskBundle | None:
         return None
     task.owner_ids = frozenset(task.owners.values_list("pk", flat=True))
     rounds = list(Round.objects.filter(task=task, is_open=True).order_by("-number"))
-    models: dict[int, list[Model]] = {round_.pk: [] for round_ in rounds}
+    models: dict[int, list[RegisteredModel]] = {round_.pk: [] for round_ in rounds}
     sizes: dict[int, int] = dict.fromkeys(models, 0)
     for model, round_id in loop_members(list(models)):
         sizes[round_id] += 1

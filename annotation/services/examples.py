@@ -30,7 +30,7 @@ from annotation.services.guards import (
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add, counters_add_on_commit
 from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.selectors import model_pick_for_round
 from tasks.config.values import check_metadata, check_worker_input
 from tasks.models import Context, Round, Task
@@ -72,7 +72,7 @@ def example_submit(
     goal_label: str = "",
     asked_label: str = "",
     time_spent_ms: int | None = None,
-    model: Model | None = None,
+    model: RegisteredModel | None = None,
 ) -> Example:
     """Store a worker's example, then ask ``model`` (after the commit).
 

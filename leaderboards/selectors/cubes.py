@@ -30,7 +30,7 @@ from leaderboards.models import BoardCube, Score
 from leaderboards.scoring import resamples_decode
 from leaderboards.sql import board_data_stamp
 from leaderboards.tables.records import ScoreColumns
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.models import Task
 
 logger = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ def _cube_models(task: Task) -> list[CubeModel]:
     return [
         CubeModel(model_id, name, owner_id, owner_name or "", is_anonymous, is_published)
         for model_id, name, owner_id, owner_name, is_anonymous, is_published in (
-            Model.objects.filter(task=task)
+            RegisteredModel.objects.filter(task=task)
             .order_by("pk")
             .values_list(
                 "pk", "name", "owner_id", "owner__username", "is_anonymous", "is_published"

@@ -16,7 +16,7 @@ from typing import Any
 from leaderboards.models import AccessType, Dataset, EvaluationRun, Prediction, Score
 from leaderboards.selectors.datasets import dataset_gold_visible
 from leaderboards.selectors.runs import runs_viewed, runs_visible_for_model
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.metrics import MetricError, get_metric
 from tasks.permissions import can_browse_predictions, can_manage_task
 
@@ -30,7 +30,7 @@ class ModelResults:
     shows_hidden: bool
 
 
-def model_results(model: Model, user) -> ModelResults:
+def model_results(model: RegisteredModel, user) -> ModelResults:
     """Return ``model``'s scores per dataset and its evaluation runs (two queries).
 
     Scores on hidden datasets are for the task's owners only. The model's owner also sees
@@ -66,8 +66,8 @@ class BrowsedExample:
 class ExampleBrowser:
     dataset: Dataset | None
     datasets: list[Dataset]
-    compare_model: Model | None
-    compare_choices: list[Model]
+    compare_model: RegisteredModel | None
+    compare_choices: list[RegisteredModel]
     examples: list[BrowsedExample]
     wrong_only: bool
     page: int
@@ -94,7 +94,7 @@ def _latest_predictions(model_id: int, dataset: Dataset) -> dict[int, Any]:
     return dict(Prediction.objects.filter(run_id=run).values_list("example_id", "output"))
 
 
-def browsable_datasets(model: Model, user) -> list[Dataset]:
+def browsable_datasets(model: RegisteredModel, user) -> list[Dataset]:
     """Return the original datasets of ``model``'s task whose examples ``user`` may browse
     with ``model``'s predictions (see the module), by name; one query, none for nobody."""
     task = model.task
@@ -113,16 +113,16 @@ def browsable_datasets(model: Model, user) -> list[Dataset]:
     return [dataset for dataset in found if dataset_gold_visible(dataset, user)]
 
 
-def _compare_choices(model: Model, user) -> list[Model]:
+def _compare_choices(model: RegisteredModel, user) -> list[RegisteredModel]:
     """The task's owners compare with any model of the task; a model's owner with their own."""
-    others = Model.objects.filter(task=model.task).exclude(pk=model.pk)
+    others = RegisteredModel.objects.filter(task=model.task).exclude(pk=model.pk)
     if not can_manage_task(user, model.task):
         others = others.filter(owner_id=user.pk)
     return list(others.order_by("name", "pk"))
 
 
 def model_example_browser(
-    model: Model,
+    model: RegisteredModel,
     user,
     *,
     dataset_slug: str | None = None,
@@ -271,7 +271,7 @@ class ModelPage:
 
 
 def model_page(
-    model: Model,
+    model: RegisteredModel,
     user,
     *,
     dataset_slug: str | None = None,

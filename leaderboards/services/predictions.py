@@ -25,7 +25,7 @@ from leaderboards.services.uploads import (
     row_problems,
     upload_error,
 )
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.selectors import model_can_edit
 from tasks.config.types import TaskConfig
 from tasks.config.values import check_prediction_row
@@ -58,7 +58,7 @@ def missing_ids_error(missing: list[str], total: int) -> InvalidUpload:
 
 
 def predictions_import(
-    model: Model,
+    model: RegisteredModel,
     dataset: Dataset,
     stream: IO,
     *,
@@ -115,7 +115,7 @@ def predictions_import(
     return run
 
 
-def _checked_predictions_upload(model: Model, dataset: Dataset, user) -> TaskConfig:
+def _checked_predictions_upload(model: RegisteredModel, dataset: Dataset, user) -> TaskConfig:
     """Check that ``user`` may upload predictions of ``model`` on ``dataset``; return the
     task's config."""
     if model.task_id != dataset.task_id:

@@ -35,7 +35,7 @@ from leaderboards.selectors.datasets import (
 )
 from leaderboards.services.scheduling import enqueue_run
 from models_hub.budget import budget_charge
-from models_hub.models import BudgetKind, Model, ModelStatus
+from models_hub.models import BudgetKind, ModelStatus, RegisteredModel
 from models_hub.selectors import model_can_edit
 
 # A shard job ends by draining its requests and the next one starts from none in flight;
@@ -45,7 +45,7 @@ from models_hub.selectors import model_can_edit
 DEFAULT_SHARD_SIZE = 10_000
 
 
-def _require_inputs_allowed(model: Model, dataset: Dataset) -> None:
+def _require_inputs_allowed(model: RegisteredModel, dataset: Dataset) -> None:
     if not dataset_inputs_go_to(dataset, model, task_owner_ids(dataset.task)):
         raise PermissionDenied(INPUTS_PRIVATE_MESSAGE, code=INPUTS_PRIVATE)
 
@@ -64,7 +64,7 @@ def _enqueue_after_commit(run: EvaluationRun) -> None:
 
 
 def _create_one_run(
-    model: Model, dataset: Dataset, *, trigger: str, user, shard_size: int
+    model: RegisteredModel, dataset: Dataset, *, trigger: str, user, shard_size: int
 ) -> EvaluationRun:
     total = dataset.row_count
     run = EvaluationRun.objects.create(
@@ -87,7 +87,7 @@ def _create_one_run(
 
 @transaction.atomic
 def evaluation_run_create(
-    model: Model,
+    model: RegisteredModel,
     dataset: Dataset,
     *,
     trigger: str = RunTrigger.RERUN,
@@ -123,7 +123,7 @@ def evaluation_run_create(
 
 def _evaluable_models(task_id: int):
     return (
-        Model.objects.filter(task_id=task_id)
+        RegisteredModel.objects.filter(task_id=task_id)
         .exclude(protocol="none")
         .exclude(endpoint_url="")
         .exclude(status=ModelStatus.DISABLED)
@@ -150,7 +150,7 @@ def evaluation_runs_for_dataset(
 
 @transaction.atomic
 def evaluation_runs_for_model(
-    model: Model, *, trigger: str = RunTrigger.MODEL_REGISTERED, user=None
+    model: RegisteredModel, *, trigger: str = RunTrigger.MODEL_REGISTERED, user=None
 ) -> list[EvaluationRun]:
     """Create runs of ``model`` on every original dataset of its task (copies come along)
     whose inputs may go to it."""

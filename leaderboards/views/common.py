@@ -7,7 +7,7 @@ from django.http import Http404
 
 from core.errors import NotFound
 from leaderboards.selectors.runs import RunDetail, run_detail
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.selectors import model_can_edit, model_get_visible
 from tasks.models import Task
 from tasks.permissions import can_manage_task
@@ -30,7 +30,7 @@ def owned_task(code: str, user) -> Task:
     return task
 
 
-def model_or_404(pk: int, user) -> Model:
+def model_or_404(pk: int, user) -> RegisteredModel:
     """Return model ``pk`` if ``user`` may see it, else raise Http404."""
     try:
         return model_get_visible(pk, user)
@@ -38,7 +38,7 @@ def model_or_404(pk: int, user) -> Model:
         raise Http404(error.message) from None
 
 
-def editable_model(pk: int, user) -> Model:
+def editable_model(pk: int, user) -> RegisteredModel:
     """Return model ``pk`` if ``user`` may edit it (its owner, the task's owners), else 404/403."""
     model = model_or_404(pk, user)
     if not model_can_edit(model, user):

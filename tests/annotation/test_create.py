@@ -23,7 +23,7 @@ from annotation.models import (
 )
 from annotation.services.answers import MODEL_ANSWER_FIELDS
 from models_hub.demo.sentiment import SentimentHandler
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.selectors import model_pick_for_round
 from tests.annotation.conftest import (
     POSITIVE,
@@ -179,7 +179,9 @@ def test_one_of_several_models_is_picked_at_random_and_recorded(
     run_jobs()
     # Every example records the model that answered it, one of the round's models.
     used = set(Example.objects.values_list("model_id", flat=True))
-    statuses = dict(Model.objects.filter(pk__in=[first.pk, second.pk]).values_list("pk", "status"))
+    statuses = dict(
+        RegisteredModel.objects.filter(pk__in=[first.pk, second.pk]).values_list("pk", "status")
+    )
     assert used and used <= {first.pk, second.pk}, statuses
     assert set(Example.objects.values_list("status", flat=True)) == {ExampleStatus.MODEL_ANSWERED}
 
@@ -216,7 +218,7 @@ def test_model_down_shows_a_plain_message_keeps_the_example_and_retries(
 
     handle = ServerHandle(SentimentHandler)
     try:
-        Model.objects.filter(pk=sentiment_model.pk).update(endpoint_url=handle.url)
+        RegisteredModel.objects.filter(pk=sentiment_model.pk).update(endpoint_url=handle.url)
         response = client.post(f"/tasks/sentiment/examples/{example.pk}/retry")
         assert response.status_code == 302
         run_jobs()

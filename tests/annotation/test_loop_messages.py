@@ -10,7 +10,7 @@ from django.urls import reverse
 from annotation.models import Example, ExampleStatus
 from annotation.views.create import SANDBOX_MODEL_SILENT, SANDBOX_NO_MODEL
 from models_hub import services as hub_services
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from tests.annotation.conftest import POSITIVE, open_form, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,9 +24,9 @@ def no_sync_wait(settings):
     settings.ANNOTATION_POLL_WAIT_SECONDS = 0
 
 
-def put_down_model_in_loop(task, owner) -> Model:
+def put_down_model_in_loop(task, owner) -> RegisteredModel:
     """Put a model whose last health check failed in the loop of round 1."""
-    model = Model.objects.create(
+    model = RegisteredModel.objects.create(
         task=task,
         owner=owner,
         name="down",
@@ -53,7 +53,7 @@ def test_the_create_page_warns_before_writing_when_the_loop_is_silent(
 def test_no_warning_with_an_empty_loop_or_an_answering_model(client, worker, sentiment_task):
     client.force_login(worker)
     assert 'id="loop-silent"' not in open_form(client, "sentiment")["html"]
-    Model.objects.create(
+    RegisteredModel.objects.create(
         task=sentiment_task,
         owner=worker,
         name="unchecked",
@@ -73,7 +73,7 @@ def test_an_example_sent_to_a_silent_loop_says_so(
     assert 'data-loop="silent"' in html and SILENT in html
     assert "No model is in the loop" not in html
     # The model is back: the example, which no model answered, says that plainly.
-    Model.objects.filter(pk=down_model.pk).update(status=ModelStatus.HEALTHY)
+    RegisteredModel.objects.filter(pk=down_model.pk).update(status=ModelStatus.HEALTHY)
     cache.clear()
     page = client.get(reverse("annotation:example", args=["sentiment", example.pk]))
     assert 'data-loop="answering"' in page.content.decode()

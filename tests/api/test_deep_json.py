@@ -14,7 +14,7 @@ from annotation.models import Example
 from api.parsers import BoundedJSONParser, JSONBodyTooLarge
 from core.bounded_json import MAX_JSON_DEPTH
 from leaderboards.services.datasets import dataset_import
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.models import Context
 from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 from tests.api.conftest import assert_error
@@ -62,7 +62,7 @@ def test_a_request_body_nested_too_deep_is_a_400_with_the_error_shape(clients, d
     error = assert_error(response, 400, "json_too_deep")
     assert f"nested deeper than {MAX_JSON_DEPTH} levels" in error["message"]
     assert error["details"] == {"max_depth": MAX_JSON_DEPTH}
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
 
 
 def test_a_body_at_the_limit_passes_the_parser(clients):
@@ -70,7 +70,7 @@ def test_a_body_at_the_limit_passes_the_parser(clients):
         clients["worker"], "post", "/api/v1/tasks/api-task/models/", register_body(MAX_JSON_DEPTH)
     )
     assert response.status_code == 201, response.content[:300]
-    assert Model.objects.get().options["note"] == json.loads(arrays(MAX_JSON_DEPTH - 2))
+    assert RegisteredModel.objects.get().options["note"] == json.loads(arrays(MAX_JSON_DEPTH - 2))
 
 
 @pytest.mark.parametrize("depth", [DEEP, MODERATE])
@@ -207,7 +207,7 @@ def test_a_body_over_the_size_limit_is_a_413_naming_the_limit(clients, settings)
     assert error["details"] == {"max_bytes": 1000}
     assert "over 1,000 bytes" in error["message"]
     assert "API_MAX_JSON_BODY_BYTES" in error["message"]
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
     # At the limit the body is read.
     small = '{"name": "small", "protocol": "none"}'
     response = post_json(clients["worker"], "post", "/api/v1/tasks/api-task/models/", small)

@@ -25,7 +25,7 @@ from leaderboards.models import EvaluationRun, Score
 from leaderboards.scoring import BOOTSTRAP_RESAMPLES
 from leaderboards.services.runs import evaluation_run_create
 from models_hub.calls import model_record_health
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tests.api.conftest import client_for
 from tests.factories import ExampleFactory
 from tests.leaderboards.evalkit import (  # noqa: F401 - fixtures
@@ -106,16 +106,16 @@ def hostile_board(eval_task, eval_owner, redis_connection, fast_client):
                 running(RecordingServer(ReportingHandler, health_body=body, right=7 - index))
             )
             model = make_model(eval_task, eval_owner, server.url, name=f"m{index}")
-            Model.objects.filter(pk=model.pk).update(is_published=True)
+            RegisteredModel.objects.filter(pk=model.pk).update(is_published=True)
             model_record_health(model.pk)
             evaluation_run_create(model, dataset, shard_size=6)
             models.append(model)
         run_worker()
     # Rows stored before the probe checked figures.
     first, second, third = models[:3]
-    Model.objects.filter(pk=first.pk).update(memory_gb=float("inf"))
-    Model.objects.filter(pk=second.pk).update(memory_gb=float("-inf"))
-    Model.objects.filter(pk=third.pk).update(memory_gb=float("nan"))
+    RegisteredModel.objects.filter(pk=first.pk).update(memory_gb=float("inf"))
+    RegisteredModel.objects.filter(pk=second.pk).update(memory_gb=float("-inf"))
+    RegisteredModel.objects.filter(pk=third.pk).update(memory_gb=float("nan"))
     EvaluationRun.objects.filter(model=first).update(memory_gb=float("inf"))
     Score.objects.filter(model=first).update(
         memory_gb=float("inf"), examples_per_second=float("nan"), latency_p95_ms=float("-inf")

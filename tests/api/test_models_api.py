@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from models_hub.keyring import site_key_ring
-from models_hub.models import Model, RoundModel
+from models_hub.models import RegisteredModel, RoundModel
 from models_hub.sealing import unseal
 from models_hub.selectors import endpoint_spec
 from tests.api.conftest import ROLES, assert_error
@@ -41,7 +41,7 @@ def test_register_a_model(role, clients, role_users, api_task):
     response = _register(clients[role], auth_token=SECRET)
     if role == "anonymous":
         assert_error(response, 401, "not_authenticated")
-        assert not Model.objects.exists()
+        assert not RegisteredModel.objects.exists()
         return
     assert response.status_code == 201, response.content
     body = response.json()
@@ -49,7 +49,7 @@ def test_register_a_model(role, clients, role_users, api_task):
     assert body["endpoint"]["has_token"] is True
     assert SECRET not in response.content.decode()
     # Stored encrypted (a predictions-file model has no endpoint_spec to read it through).
-    stored = Model.objects.get().auth_token
+    stored = RegisteredModel.objects.get().auth_token
     assert SECRET not in stored and unseal(stored, site_key_ring()) == SECRET
 
 

@@ -21,7 +21,7 @@ from leaderboards.models import (
     RunStatus,
     RunTrigger,
 )
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from tests.browser.e2e_helpers import signed_in_page
 from tests.factories import DatasetFactory, ModelFactory, TaskFactory, UserFactory
 
@@ -140,7 +140,7 @@ def test_the_model_card_refreshes_its_health(live_server, browser, login, screen
         page.goto(live_server.url + reverse("models_hub:detail", args=[model.pk]))
         status = page.locator("[data-testid=health-status]")
         assert status.inner_text() == "Unknown"
-        Model.objects.filter(pk=model.pk).update(
+        RegisteredModel.objects.filter(pk=model.pk).update(
             status=ModelStatus.HEALTHY, last_health_at=timezone.now(), last_health_latency_ms=12.0
         )
         page.clock.run_for(11_000)

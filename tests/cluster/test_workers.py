@@ -117,18 +117,18 @@ MODELS_AND_REFERENCE_RUN = """
 from django.contrib.auth import get_user_model
 from leaderboards.models import Dataset
 from leaderboards.services.runs import evaluation_run_create
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.models import Task
 task = Task.objects.get(code=args["task"])
 owner = get_user_model().objects.get(username="bench-owner")
 def model(name, url, **fields):
-    return Model.objects.create(task=task, owner=owner, name=name, protocol="dynatask",
+    return RegisteredModel.objects.create(task=task, owner=owner, name=name, protocol="dynatask",
                                 endpoint_url=url, is_published=True, read_timeout=10.0, **fields)
 one_at_a_time = {"batch_size": 1, "max_concurrency": 1}
 result = {"reference": model("reference", args["fast"], **one_at_a_time).pk,
           "victim": model("victim", args["fast"], **one_at_a_time).pk,
           "slow": model("slow", args["slow"], batch_size=4, max_concurrency=8).pk}
-reference = Model.objects.get(pk=result["reference"])
+reference = RegisteredModel.objects.get(pk=result["reference"])
 result["run"] = evaluation_run_create(reference, Dataset.objects.get(pk=args["dataset"]),
                                       shard_size=10, include_perturbations=False).pk
 """

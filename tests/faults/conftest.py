@@ -150,9 +150,9 @@ def live_task(transactional_db, redis_connection):
 
 def put_model_in_loop(live_task, url: str, read_timeout: float = 2.0):
     from models_hub import services
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
-    model = Model.objects.create(
+    model = RegisteredModel.objects.create(
         task=live_task["task"],
         owner=live_task["owner"],
         name=f"fault-model-{url.rsplit(':', 1)[1].strip('/')}",

@@ -15,7 +15,7 @@ from leaderboards.models import BoardCube, Score
 from leaderboards.scoring import BOOTSTRAP_RESAMPLES, resamples_encode
 from leaderboards.selectors.boards import leaderboard_datasets, leaderboard_table
 from leaderboards.tables.query import parse_leaderboard_query
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tests.factories import DatasetFactory, ModelFactory, UserFactory
 
 MAIN = "macro_f1"
@@ -43,8 +43,8 @@ def make_models(
     Score keeps resamples of its main metric: the value plus ``dataset_noise``.
     """
     owner = owner or UserFactory()
-    models = Model.objects.bulk_create(
-        Model(
+    models = RegisteredModel.objects.bulk_create(
+        RegisteredModel(
             task=task,
             owner=owner,
             name=f"{prefix}-{index:04d}",

@@ -15,7 +15,7 @@ from rq import SimpleWorker
 from leaderboards.services.client import use_client
 from leaderboards.services.datasets import dataset_import
 from models_hub.client import ModelClient
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.server import ModelRequestHandler, make_server
 from models_hub.transport import RetryPolicy
 from tests.factories import TaskFactory, UserFactory
@@ -162,10 +162,10 @@ def jsonl(rows: list[dict]) -> io.BytesIO:
     return io.BytesIO("".join(json.dumps(row) + "\n" for row in rows).encode())
 
 
-def make_model(task, owner, url: str, **fields) -> Model:
+def make_model(task, owner, url: str, **fields) -> RegisteredModel:
     settings = {"batch_size": 4, "max_concurrency": 2, "read_timeout": 5.0}
     settings.update(fields)
-    return Model.objects.create(
+    return RegisteredModel.objects.create(
         task=task,
         owner=owner,
         name=settings.pop("name", "keyword"),

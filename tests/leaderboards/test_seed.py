@@ -22,7 +22,7 @@ from models_hub.demo.catalog import (
     predictions_file_models,
 )
 from models_hub.demo.sentiment import SentimentHandler
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.server import make_server
 from tasks.models import Task
 from tests.factories import ModelFactory, UserFactory
@@ -45,7 +45,7 @@ def test_seeded_demo_model_is_scored_and_ranked(sentiment_server, redis_connecti
     call_command("seed_demo", f"--model-url=sentiment={sentiment_server.url}", stdout=out)
     assert "healthy" in out.getvalue(), out.getvalue()
     task = Task.objects.get(code="sentiment")
-    model = Model.objects.get(task=task, name=demo_model("sentiment").name)
+    model = RegisteredModel.objects.get(task=task, name=demo_model("sentiment").name)
     runs = EvaluationRun.objects.filter(model=model)
     assert runs.exists(), "seed_demo queued no evaluation"
 
@@ -104,7 +104,7 @@ def test_every_demo_task_ranks_at_least_three_models(demo_servers, redis_connect
         scored = [row for row in rows if row.dynascore is not None]
         assert len(scored) >= 3, (code, [(row.model_name, row.dynascore) for row in rows])
         [spec] = predictions_file_models(code)
-        from_file = Model.objects.get(task=task, name=spec.name)
+        from_file = RegisteredModel.objects.get(task=task, name=spec.name)
         assert from_file.protocol == "none" and from_file.is_published
         for dataset in Dataset.objects.filter(task=task):
             run = EvaluationRun.objects.get(model=from_file, dataset=dataset)
@@ -136,4 +136,4 @@ def test_no_predictions_file_is_scored_without_evaluation():
     call_command("seed_demo", "--no-evaluate", stdout=io.StringIO())
     assert not EvaluationRun.objects.exists()
     names = {spec.name for spec in predictions_file_models()}
-    assert not Model.objects.filter(name__in=names).exists()
+    assert not RegisteredModel.objects.filter(name__in=names).exists()

@@ -17,7 +17,7 @@ from leaderboards.services.predictions import predictions_import
 from leaderboards.services.runs import evaluation_run_create
 from models_hub import services
 from models_hub.budget import budget_wait_seconds
-from models_hub.models import BudgetCharge, Model
+from models_hub.models import BudgetCharge, RegisteredModel
 from tests.leaderboards.evalkit import import_sentiment, sentiment_prob, sentiment_rows
 
 URL = "http://127.0.0.1:9/"
@@ -74,8 +74,8 @@ def test_registrations_endpoint_changes_and_runs_share_the_budget(settings, task
         name="b",
         endpoint_url=URL,
     )
-    assert Model.objects.get(pk=model.pk).endpoint_url == "http://127.0.0.1:8/"
-    assert not Model.objects.filter(name="b").exists()
+    assert RegisteredModel.objects.get(pk=model.pk).endpoint_url == "http://127.0.0.1:8/"
+    assert not RegisteredModel.objects.filter(name="b").exists()
     # A card edit is free, so are runs on a public dataset (its gold is published), and the
     # task's owners are not limited.
     services.model_update_card(model, user, card="# Still the same model")
@@ -137,7 +137,7 @@ def test_concurrent_registrations_never_overspend_the_budget(settings, task, use
     for thread in threads:
         thread.join(timeout=60)
     assert sorted(outcomes) == ["created"] * 5 + ["refused"] * 5
-    assert Model.objects.filter(task=task, owner=user).count() == 5
+    assert RegisteredModel.objects.filter(task=task, owner=user).count() == 5
     assert BudgetCharge.objects.count() == 5
 
 
@@ -153,7 +153,7 @@ def test_the_migration_counts_the_last_days_registrations(task, owner, user):
     ModelFactory(task=task, owner=user, name="recent")
     ModelFactory(task=task, owner=owner, name="the task owner's")
     old = ModelFactory(task=task, owner=user, name="old")
-    Model.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2))
+    RegisteredModel.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2))
     migration.charge_recent_registrations(apps, None)
     assert list(BudgetCharge.objects.values_list("budget__user", "kind")) == [
         (user.pk, "registration")

@@ -30,7 +30,7 @@ def test_the_admins_model_list_shows_it_rounded_too(client, admin_user_obj):
         last_health_latency_ms=87.41239,
     )
     client.force_login(admin_user_obj)
-    html = client.get("/admin/models_hub/model/").content.decode()
+    html = client.get("/admin/models_hub/registeredmodel/").content.decode()
     assert model.name in html and "87 ms" in html and "87.41239" not in html
-    change = client.get(f"/admin/models_hub/model/{model.pk}/change/").content.decode()
+    change = client.get(f"/admin/models_hub/registeredmodel/{model.pk}/change/").content.decode()
     assert "87 ms" in change and "87.41239" not in change

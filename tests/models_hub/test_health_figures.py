@@ -12,7 +12,7 @@ import pytest
 from models_hub import calls as hub_calls
 from models_hub import services
 from models_hub.client import EndpointSpec, ModelClient
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from models_hub.transport import RetryPolicy
 from tests.models_hub.servers import RecordingServer, ReportingHandler, running
 
@@ -79,9 +79,9 @@ def test_a_health_check_keeps_no_bad_figure(task, user, body, named):
     model = services.model_register(
         task=task, owner=user, name="m", endpoint_url="http://127.0.0.1:9/"
     )
-    Model.objects.filter(pk=model.pk).update(memory_gb=2.0)
+    RegisteredModel.objects.filter(pk=model.pk).update(memory_gb=2.0)
     with running(RecordingServer(ReportingHandler, health_body=body)) as server:
-        Model.objects.filter(pk=model.pk).update(endpoint_url=server.url)
+        RegisteredModel.objects.filter(pk=model.pk).update(endpoint_url=server.url)
         hub_calls.model_record_health(model.pk)
     model.refresh_from_db()
     assert model.status == ModelStatus.UNHEALTHY

@@ -7,7 +7,7 @@ import pytest
 from rq.worker import SimpleWorker
 
 from models_hub import jobs, queues, services
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from tests.factories import demo_config
 from tests.models_hub.hub_helpers import SECRET_TOKEN, dead_url, model_server
 
@@ -32,7 +32,7 @@ def model(task, user):
 
 def test_health_job_records_healthy_with_latency(redis_connection, model):
     with model_server() as server:
-        Model.objects.filter(pk=model.pk).update(endpoint_url=server.url)
+        RegisteredModel.objects.filter(pk=model.pk).update(endpoint_url=server.url)
         result = jobs.health_check_job(model.pk)
     assert result["ok"] is True
     model.refresh_from_db()
@@ -44,7 +44,9 @@ def test_health_job_records_healthy_with_latency(redis_connection, model):
 
 
 def test_health_job_records_unhealthy_for_dead_port(redis_connection, model):
-    Model.objects.filter(pk=model.pk).update(endpoint_url=dead_url(), auth_token=SECRET_TOKEN)
+    RegisteredModel.objects.filter(pk=model.pk).update(
+        endpoint_url=dead_url(), auth_token=SECRET_TOKEN
+    )
     result = jobs.health_check_job(model.pk)
     assert result["ok"] is False
     model.refresh_from_db()
@@ -54,7 +56,7 @@ def test_health_job_records_unhealthy_for_dead_port(redis_connection, model):
 
 
 def test_health_job_leaves_disabled_models_alone(redis_connection, model):
-    Model.objects.filter(pk=model.pk).update(status=ModelStatus.DISABLED)
+    RegisteredModel.objects.filter(pk=model.pk).update(status=ModelStatus.DISABLED)
     assert jobs.health_check_job(model.pk)["error_code"] == "model.disabled"
     model.refresh_from_db()
     assert model.status == ModelStatus.DISABLED and model.last_health_at is None
@@ -84,13 +86,13 @@ def test_health_check_all_fans_out(redis_connection, task, user):
         assert job.failure_ttl == queues.HEALTH_FAILURE_TTL
         work("health")  # runs the fan-out job and then the two checks it enqueued
     assert job.latest_result().return_value == {"enqueued": 2}
-    statuses = dict(Model.objects.values_list("name", "status"))
+    statuses = dict(RegisteredModel.objects.values_list("name", "status"))
     assert statuses == {"a": "healthy", "b": "healthy", "file": "unknown"}
 
 
 def test_predict_through_live_queue_with_simple_worker(redis_connection, model):
     with model_server() as server:
-        Model.objects.filter(pk=model.pk).update(endpoint_url=server.url)
+        RegisteredModel.objects.filter(pk=model.pk).update(endpoint_url=server.url)
         model.refresh_from_db()
         job_id = queues.enqueue_predict(model, [INPUT])
         assert queues.predict_result(job_id) is None  # pending
@@ -105,7 +107,7 @@ def test_predict_through_live_queue_with_simple_worker(redis_connection, model):
 
 
 def test_predict_job_errors_have_codes(redis_connection, model):
-    Model.objects.filter(pk=model.pk).update(endpoint_url=dead_url())
+    RegisteredModel.objects.filter(pk=model.pk).update(endpoint_url=dead_url())
     result = jobs.predict_job(model.pk, [INPUT])
     assert result["error"]["code"] == "model.unreachable"
     assert result["error"]["retryable"] is True
@@ -135,7 +137,7 @@ def test_entering_an_unreadable_token_again_queues_a_check_that_heals_it(redis_c
     lost_key, new_key = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     with model_server() as server:
         with override_settings(DYNATASK_SECRET_KEYS=[lost_key]):
-            Model.objects.filter(pk=model.pk).update(
+            RegisteredModel.objects.filter(pk=model.pk).update(
                 endpoint_url=server.url, auth_token=SECRET_TOKEN
             )
         with override_settings(DYNATASK_SECRET_KEYS=[new_key]):

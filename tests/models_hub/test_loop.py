@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotation.selectors.tasks import LOOP_ANSWERING, LOOP_EMPTY, LOOP_SILENT, task_bundle
 from core.errors import PermissionDenied, ServiceError
 from models_hub import services
-from models_hub.models import Model, ModelStatus, RoundModel
+from models_hub.models import ModelStatus, RegisteredModel, RoundModel
 from tasks import services as task_services
 from tests.api.conftest import assert_error, client_for
 from tests.factories import TaskFactory, UserFactory
@@ -24,8 +24,10 @@ pytestmark = pytest.mark.django_db
 URL = "http://127.0.0.1:9/"
 
 
-def _model(task, owner, name="m", **fields) -> Model:
-    return Model.objects.create(task=task, owner=owner, name=name, endpoint_url=URL, **fields)
+def _model(task, owner, name="m", **fields) -> RegisteredModel:
+    return RegisteredModel.objects.create(
+        task=task, owner=owner, name=name, endpoint_url=URL, **fields
+    )
 
 
 @pytest.fixture
@@ -90,8 +92,8 @@ def test_the_bundle_knows_an_empty_loop_from_a_silent_one(
 # -- health where the loop is managed ---------------------------------------------------------
 
 
-def _with_health(model, **values) -> Model:
-    Model.objects.filter(pk=model.pk).update(**values)
+def _with_health(model, **values) -> RegisteredModel:
+    RegisteredModel.objects.filter(pk=model.pk).update(**values)
     model.refresh_from_db()
     return model
 
@@ -172,7 +174,7 @@ def test_only_owners_ask_for_the_loop_and_only_with_an_endpoint(task, owner, use
     with pytest.raises(ServiceError) as caught:
         services.model_register(task=task, owner=owner, name="y", protocol="none", in_loop=True)
     assert caught.value.code == "model.no_endpoint"
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
 
 
 def test_the_register_form_offers_the_loop_to_owners_checked(web, task, owner, user):
@@ -196,18 +198,20 @@ def test_the_register_form_offers_the_loop_to_owners_checked(web, task, owner, u
         "in_loop": "on",
     }
     assert web.post(url, data).status_code == 302
-    assert Model.objects.get(name="ticked").in_loop_rounds.count() == 1
+    assert RegisteredModel.objects.get(name="ticked").in_loop_rounds.count() == 1
     web.post(url, {**data, "name": "unticked", "in_loop": ""})
-    assert Model.objects.get(name="unticked").in_loop_rounds.count() == 0
+    assert RegisteredModel.objects.get(name="unticked").in_loop_rounds.count() == 0
     web.post(url, {**data, "name": "files", "protocol": "none", "endpoint_url": ""})
-    assert Model.objects.get(name="files").in_loop_rounds.count() == 0  # no endpoint, no loop
+    assert (
+        RegisteredModel.objects.get(name="files").in_loop_rounds.count() == 0
+    )  # no endpoint, no loop
 
 
 def test_the_api_registers_an_owners_model_in_the_loop_by_default(task, owner, user):
     body = {"name": "api-model", "protocol": "dynatask", "endpoint_url": URL}
     response = client_for(owner).post(f"/api/v1/tasks/{task.code}/models/", body, format="json")
     assert response.status_code == 201, response.content
-    assert Model.objects.get(name="api-model").in_loop_rounds.count() == 1
+    assert RegisteredModel.objects.get(name="api-model").in_loop_rounds.count() == 1
     response = client_for(user).post(
         f"/api/v1/tasks/{task.code}/models/", {**body, "name": "b", "in_loop": True}, format="json"
     )
@@ -216,7 +220,7 @@ def test_the_api_registers_an_owners_model_in_the_loop_by_default(task, owner, u
         f"/api/v1/tasks/{task.code}/models/", {**body, "name": "c"}, format="json"
     )
     assert response.status_code == 201
-    assert Model.objects.get(name="c").in_loop_rounds.count() == 0
+    assert RegisteredModel.objects.get(name="c").in_loop_rounds.count() == 0
 
 
 def test_the_api_loop_shows_the_models_health_to_the_owners(task, owner):

@@ -10,7 +10,7 @@ from django.test import override_settings
 from core.errors import NotFound, PermissionDenied, ServiceError
 from models_hub import calls as hub_calls
 from models_hub import selectors, services
-from models_hub.models import BudgetCharge, Model, ModelStatus, RoundModel
+from models_hub.models import BudgetCharge, ModelStatus, RegisteredModel, RoundModel
 from tasks import services as task_services
 from tests.factories import TaskFactory, UserFactory
 from tests.models_hub.hub_helpers import SECRET_TOKEN, model_server
@@ -26,7 +26,7 @@ def register(task, owner, **fields):
 
 def test_register_and_token_never_in_str_or_repr(task, user):
     model = register(task, user, auth_token=SECRET_TOKEN)
-    assert selectors.endpoint_spec(Model.objects.get(pk=model.pk)).token == SECRET_TOKEN
+    assert selectors.endpoint_spec(RegisteredModel.objects.get(pk=model.pk)).token == SECRET_TOKEN
     assert SECRET_TOKEN not in str(model)
     assert SECRET_TOKEN not in repr(model)
     assert SECRET_TOKEN not in repr(selectors.endpoint_spec(model))
@@ -56,7 +56,7 @@ def test_ssrf_refused_at_registration(task, user, url):
     with override_settings(MODELS_HUB_ALLOWED_HOSTS=[]), pytest.raises(ServiceError) as error:
         register(task, user, endpoint_url=url)
     assert error.value.code == "model.address_refused"
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
 
 
 def test_metadata_address_refused_even_with_private_network_allowed(task, user):
@@ -124,7 +124,7 @@ def test_endpoint_change_is_checked_again(task, user):
     with override_settings(MODELS_HUB_ALLOWED_HOSTS=[]), pytest.raises(ServiceError) as error:
         services.model_update_card(model, user, endpoint_url="http://169.254.169.254/")
     assert error.value.code == "model.address_refused"
-    assert Model.objects.get(pk=model.pk).endpoint_url == "http://127.0.0.1:9/"
+    assert RegisteredModel.objects.get(pk=model.pk).endpoint_url == "http://127.0.0.1:9/"
 
 
 def test_only_task_owners_set_in_loop(task, user, owner):
@@ -167,7 +167,7 @@ def test_selectors_query_counts(task, user, owner, django_assert_num_queries):
     round = task.rounds.get()
     models = [register(task, user, name=f"m{index}") for index in range(3)]
     services.model_set_in_loop(round, models, owner)
-    Model.objects.filter(pk=models[0].pk).update(status=ModelStatus.UNHEALTHY)
+    RegisteredModel.objects.filter(pk=models[0].pk).update(status=ModelStatus.UNHEALTHY)
     with django_assert_num_queries(1):
         in_loop = selectors.models_in_loop(round)
         assert [model.task.config for model in in_loop]  # task and config came along
@@ -208,7 +208,7 @@ def test_unpublished_model_hidden_from_strangers(task, user, owner):
 def test_predict_live_against_real_server(task, user):
     with model_server() as server:
         model = register(task, user, endpoint_url=server.url, auth_token=SECRET_TOKEN)
-        model = Model.objects.select_related("task__current_config").get(pk=model.pk)
+        model = RegisteredModel.objects.select_related("task__current_config").get(pk=model.pk)
         result = hub_calls.predict_live(model, [{"uid": "1", "context": "c", "statement": "great"}])
     assert result.outputs[0]["label"] == "positive"
     assert result.model_version == "const-1"
@@ -292,13 +292,16 @@ def test_a_token_goes_only_where_its_owner_sent_it(task, owner, user, admin_user
         with pytest.raises(PermissionDenied) as refused:
             services.model_update_card(model, editor, endpoint_url="http://127.0.0.1:8/")
         assert refused.value.code == services.TOKEN_OWNER_ONLY
-    model = Model.objects.get(pk=model.pk)
+    model = RegisteredModel.objects.get(pk=model.pk)
     assert model.endpoint_url == "http://127.0.0.1/"
     services.model_update_card(model, owner, endpoint_url="http://127.0.0.1:80/v1")  # same place
     services.model_update_card(
         model, owner, endpoint_url="http://localhost:9/", auth_token="sk-the-task-owners"
     )
-    assert selectors.endpoint_spec(Model.objects.get(pk=model.pk)).token == "sk-the-task-owners"
+    assert (
+        selectors.endpoint_spec(RegisteredModel.objects.get(pk=model.pk)).token
+        == "sk-the-task-owners"
+    )
     services.model_update_card(model, user, auth_token=SECRET_TOKEN)
     services.model_update_card(model, user, endpoint_url="http://127.0.0.1:8/")
-    assert selectors.endpoint_spec(Model.objects.get(pk=model.pk)).token == SECRET_TOKEN
+    assert selectors.endpoint_spec(RegisteredModel.objects.get(pk=model.pk)).token == SECRET_TOKEN

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from models_hub import services
-from models_hub.models import Model, ModelStatus, RoundModel
+from models_hub.models import ModelStatus, RegisteredModel, RoundModel
 from models_hub.seed import models_repoint, seed_models
 from tasks.demo_registry import SeedOptions
 from tests.factories import UserFactory
@@ -27,7 +27,7 @@ def test_seeder_is_idempotent_and_follows_new_ports(task, demo_admin):
         options = SeedOptions(model_urls={"sentiment": server.url, "absent": server.url}, out=out)
         seed_models(options)
         seed_models(options)
-    [model] = Model.objects.all()
+    [model] = RegisteredModel.objects.all()
     assert model.name == "VADER sentiment (demo)"
     assert model.owner == demo_admin and model.is_published and model.protocol == "dynatask"
     assert model.status == ModelStatus.HEALTHY
@@ -40,12 +40,12 @@ def test_seeder_is_idempotent_and_follows_new_ports(task, demo_admin):
     model.refresh_from_db()
     assert model.endpoint_url == new_url
     assert model.status == ModelStatus.UNHEALTHY
-    assert Model.objects.count() == 1 and RoundModel.objects.count() == 1
+    assert RegisteredModel.objects.count() == 1 and RoundModel.objects.count() == 1
 
 
 def test_seeder_without_admin_does_nothing(task):
     seed_models(SeedOptions(model_urls={"sentiment": "http://127.0.0.1:9/"}))
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
 
 
 def test_the_main_model_joins_the_loop_the_others_only_rank(task, demo_admin):
@@ -59,9 +59,11 @@ def test_the_main_model_joins_the_loop_the_others_only_rank(task, demo_admin):
                 }
             )
         )
-    names = set(Model.objects.values_list("name", flat=True))
+    names = set(RegisteredModel.objects.values_list("name", flat=True))
     assert names == {"VADER sentiment (demo)", "VADER, narrow neutral band (demo)"}
-    in_loop = Model.objects.filter(in_loop_rounds__isnull=False).values_list("name", flat=True)
+    in_loop = RegisteredModel.objects.filter(in_loop_rounds__isnull=False).values_list(
+        "name", flat=True
+    )
     assert list(in_loop) == ["VADER sentiment (demo)"]
 
 
@@ -83,7 +85,7 @@ def test_a_moved_demo_server_takes_the_models_registered_at_its_address_along(
     out = io.StringIO()
     with model_server() as server:
         seed_models(SeedOptions(model_urls={"sentiment": server.url}, out=out))
-        demo = Model.objects.get(name="VADER sentiment (demo)")
+        demo = RegisteredModel.objects.get(name="VADER sentiment (demo)")
         copy.refresh_from_db()
         elsewhere.refresh_from_db()
         assert demo.endpoint_url == server.url

@@ -19,7 +19,7 @@ from django.urls import reverse
 from models_hub import calls as hub_calls
 from models_hub import checks, selectors, services
 from models_hub.errors import ModelCallError, ModelTokenUnreadable
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from tests.factories import ModelFactory
 from tests.models_hub.hub_helpers import SECRET_TOKEN
 
@@ -38,7 +38,7 @@ def register(task, user, url="http://127.0.0.1:9/", **fields):
 
 def stored_tokens(task) -> list[str]:
     """The token column of ``task``'s models as the database holds it (no field conversion)."""
-    table = connection.ops.quote_name(Model._meta.db_table)
+    table = connection.ops.quote_name(RegisteredModel._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT auth_token FROM {table} WHERE task_id = %s ORDER BY id",  # noqa: S608
@@ -47,9 +47,11 @@ def stored_tokens(task) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def store_plain(model: Model, token: str) -> None:
+def store_plain(model: RegisteredModel, token: str) -> None:
     """Write ``token`` unencrypted, as rows were before the migration."""
-    Model.objects.filter(pk=model.pk).update(auth_token=Value(token, output_field=TextField()))
+    RegisteredModel.objects.filter(pk=model.pk).update(
+        auth_token=Value(token, output_field=TextField())
+    )
 
 
 def test_the_column_holds_no_plain_token_whatever_the_write_path(task, user):
@@ -58,12 +60,12 @@ def test_the_column_holds_no_plain_token_whatever_the_write_path(task, user):
     edited = register(task, user, name="edited")
     services.model_update_card(edited, user, auth_token=SECRET_TOKEN + "-new")
     updated = register(task, user, name="updated")
-    Model.objects.filter(pk=updated.pk).update(auth_token=SECRET_TOKEN)
+    RegisteredModel.objects.filter(pk=updated.pk).update(auth_token=SECRET_TOKEN)
     raw = stored_tokens(task)
     assert len(raw) == 4
     for value in raw:
         assert SECRET_TOKEN not in value and value.startswith("fernet:")
-    values = Model.objects.values_list("auth_token", flat=True)
+    values = RegisteredModel.objects.values_list("auth_token", flat=True)
     assert all(SECRET_TOKEN not in value for value in values)
     # Saving leaves the ciphertext on the instance too: nothing holds the token but a request.
     assert SECRET_TOKEN not in edited.auth_token
@@ -71,7 +73,7 @@ def test_the_column_holds_no_plain_token_whatever_the_write_path(task, user):
 
 def test_calls_to_a_real_server_carry_the_token(task, user, misbehaving_server):
     model = register(task, user, url=misbehaving_server.url + "ok")
-    model = Model.objects.select_related("task__current_config").get(pk=model.pk)
+    model = RegisteredModel.objects.select_related("task__current_config").get(pk=model.pk)
     result = hub_calls.predict_live(model, INPUTS)
     assert result.outputs[0]["label"] == "positive"
     [call] = misbehaving_server.requests
@@ -100,7 +102,7 @@ def test_rotation_with_two_keys_then_the_old_key_dropped(task, user, misbehaving
     with override_settings(DYNATASK_SECRET_KEYS=[NEW_KEY]):
         model.refresh_from_db()
         assert selectors.endpoint_spec(model).token == SECRET_TOKEN
-        model = Model.objects.select_related("task__current_config").get(pk=model.pk)
+        model = RegisteredModel.objects.select_related("task__current_config").get(pk=model.pk)
         hub_calls.predict_live(model, INPUTS)
     assert misbehaving_server.requests[-1]["headers"]["Authorization"] == f"Bearer {SECRET_TOKEN}"
 
@@ -143,7 +145,7 @@ def test_a_token_no_key_decrypts_fails_calls_with_a_clear_message(task, user):
     with override_settings(DYNATASK_SECRET_KEYS=[OLD_KEY]):
         model = register(task, user, name="lost-key")
     with override_settings(DYNATASK_SECRET_KEYS=[NEW_KEY]):
-        model = Model.objects.select_related("task__current_config").get(pk=model.pk)
+        model = RegisteredModel.objects.select_related("task__current_config").get(pk=model.pk)
         assert selectors.model_token_unreadable(model)
         with pytest.raises(ModelTokenUnreadable) as caught:
             hub_calls.predict_live(model, INPUTS)
@@ -170,13 +172,13 @@ def test_a_token_no_key_decrypts_fails_calls_with_a_clear_message(task, user):
 def test_pages_ask_for_the_token_again_and_never_show_it(task, user, admin_user_obj):
     with override_settings(DYNATASK_SECRET_KEYS=[OLD_KEY]):
         model = register(task, user, name="lost-key", is_published=True)
-    sealed = Model.objects.get(pk=model.pk).auth_token
+    sealed = RegisteredModel.objects.get(pk=model.pk).auth_token
     web = Client()
     with override_settings(DYNATASK_SECRET_KEYS=[NEW_KEY]):
         pages = [
             (user, reverse("models_hub:detail", args=[model.pk])),
             (user, reverse("models_hub:edit", args=[model.pk])),
-            (admin_user_obj, reverse("admin:models_hub_model_change", args=[model.pk])),
+            (admin_user_obj, reverse("admin:models_hub_registeredmodel_change", args=[model.pk])),
         ]
         for viewer, url in pages:
             web.force_login(viewer)
@@ -188,7 +190,7 @@ def test_pages_ask_for_the_token_again_and_never_show_it(task, user, admin_user_
         # Entering it again makes it readable with the current key.
         web.force_login(user)
         services.model_update_card(model, user, auth_token=SECRET_TOKEN)
-        assert not selectors.model_token_unreadable(Model.objects.get(pk=model.pk))
+        assert not selectors.model_token_unreadable(RegisteredModel.objects.get(pk=model.pk))
         assert "enter the token again" not in web.get(pages[1][1]).content.decode()
 
 
@@ -196,7 +198,7 @@ def test_the_api_shows_neither_the_token_nor_its_ciphertext(task, user):
     from rest_framework.test import APIClient
 
     model = register(task, user)
-    sealed = Model.objects.get(pk=model.pk).auth_token
+    sealed = RegisteredModel.objects.get(pk=model.pk).auth_token
     api = APIClient()
     api.force_authenticate(user)
     response = api.get(f"/api/v1/models/{model.pk}/")

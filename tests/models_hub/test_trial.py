@@ -12,7 +12,7 @@ from django.urls import reverse
 from core.errors import ServiceError
 from models_hub import services
 from models_hub.demo.sentiment import SentimentHandler
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.trial import trial_input
 from tasks.config import parse_task_config
 from tasks.selectors import round_warnings
@@ -50,7 +50,7 @@ def test_a_three_label_model_on_a_two_label_task_is_refused(hate_task, owner, se
     assert caught.value.code == "model.answer_unfit"
     assert "does not fit the task" in caught.value.message
     assert "'label'" in caught.value.message  # the value error the model's answer gave
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
 
 
 def test_a_model_whose_answer_fits_is_registered(owner, sentiment_server):
@@ -93,31 +93,35 @@ def admin_client(admin_user_obj):
 
 def test_the_admin_add_form_asks_for_the_loop_off_by_default(admin_client, owner, sentiment_server):
     task = TaskFactory(code="sentiment", config_name="sentiment", owners=[owner])
-    page = admin_client.get(reverse("admin:models_hub_model_add")).content.decode()
+    page = admin_client.get(reverse("admin:models_hub_registeredmodel_add")).content.decode()
     assert 'name="in_loop"' in page and "Put it in the loop" in page
     assert 'name="in_loop" checked' not in page
 
     response = admin_client.post(
-        reverse("admin:models_hub_model_add"), add_form(task, sentiment_server.url)
+        reverse("admin:models_hub_registeredmodel_add"), add_form(task, sentiment_server.url)
     )
     assert response.status_code == 302
-    assert not Model.objects.get(name="admin-added").in_loop_rounds.exists()
+    assert not RegisteredModel.objects.get(name="admin-added").in_loop_rounds.exists()
 
     data = add_form(task, sentiment_server.url, name="looped", in_loop="on")
-    assert admin_client.post(reverse("admin:models_hub_model_add"), data).status_code == 302
-    assert list(Model.objects.get(name="looped").in_loop_rounds.all()) == [task.rounds.get()]
+    assert (
+        admin_client.post(reverse("admin:models_hub_registeredmodel_add"), data).status_code == 302
+    )
+    assert list(RegisteredModel.objects.get(name="looped").in_loop_rounds.all()) == [
+        task.rounds.get()
+    ]
 
 
 def test_the_admin_add_form_shows_an_unfit_answer_on_the_url(
     admin_client, hate_task, sentiment_server
 ):
     response = admin_client.post(
-        reverse("admin:models_hub_model_add"), add_form(hate_task, sentiment_server.url)
+        reverse("admin:models_hub_registeredmodel_add"), add_form(hate_task, sentiment_server.url)
     )
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert "does not fit the task" in errors["endpoint_url"][0]
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
 
 
 def test_the_empty_loop_warning_links_to_the_loop_page(task):
@@ -141,7 +145,7 @@ def test_a_model_without_an_endpoint_is_not_told_its_health_is_checked(task, own
     data.update(read_timeout="30", batch_size="16", max_concurrency="2", options="{}")
     response = web.post(reverse("models_hub:register", args=[task.code]), data, follow=True)
     page = response.content.decode()
-    assert Model.objects.filter(name="file-only").exists()
+    assert RegisteredModel.objects.filter(name="file-only").exists()
     assert "its health is checked" not in page
     assert "upload its predictions files" in page
 
@@ -150,7 +154,7 @@ def test_a_new_models_token_help_says_what_it_is_for(task, owner, admin_client):
     web = Client()
     web.force_login(owner)
     register = web.get(reverse("models_hub:register", args=[task.code])).content.decode()
-    add = admin_client.get(reverse("admin:models_hub_model_add")).content.decode()
+    add = admin_client.get(reverse("admin:models_hub_registeredmodel_add")).content.decode()
     for page in (register, add):
         assert "the token your endpoint expects" in page
         assert "Leave blank to keep it" not in page

@@ -8,7 +8,7 @@ from django.test import Client, override_settings
 from django.urls import include, path, reverse
 
 from models_hub import services
-from models_hub.models import Model, RoundModel
+from models_hub.models import RegisteredModel, RoundModel
 from models_hub.selectors import endpoint_spec
 from tests.factories import TaskFactory, UserFactory
 from tests.models_hub.hub_helpers import SECRET_TOKEN
@@ -69,7 +69,7 @@ def test_register_get_and_post(web, task, user):
     url = reverse("models_hub:register", args=[task.code])
     assert web.get(url).status_code == 200
     response = web.post(url, form_data())
-    model = Model.objects.get()
+    model = RegisteredModel.objects.get()
     assert response.status_code == 302
     assert response["Location"] == reverse("models_hub:detail", args=[model.pk])
     assert (
@@ -101,7 +101,7 @@ def test_register_ssrf_refusal_is_a_form_error(web, task, user):
     assert response.status_code == 200
     assert "metadata" in response.content.decode()
     assert SECRET_TOKEN not in response.content.decode()
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
 
 
 def test_detail_renders_sanitised_card_without_token(web, model, user):
@@ -164,19 +164,19 @@ def test_loop_page_owner_only(web, task, model, owner, user):
 
 def test_admin_change_page_hides_token(web, model, admin_user_obj):
     web.force_login(admin_user_obj)
-    page = web.get(reverse("admin:models_hub_model_change", args=[model.pk]))
+    page = web.get(reverse("admin:models_hub_registeredmodel_change", args=[model.pk]))
     assert page.status_code == 200
     assert SECRET_TOKEN not in page.content.decode()
-    listing = web.get(reverse("admin:models_hub_model_changelist"))
+    listing = web.get(reverse("admin:models_hub_registeredmodel_changelist"))
     assert listing.status_code == 200 and SECRET_TOKEN not in listing.content.decode()
 
 
 def test_admin_add_and_change_go_through_services(web, task, admin_user_obj, owner):
     web.force_login(admin_user_obj)
     data = form_data(task=task.pk, owner=owner.pk, name="admin-made", is_published="on")
-    response = web.post(reverse("admin:models_hub_model_add"), data)
+    response = web.post(reverse("admin:models_hub_registeredmodel_add"), data)
     assert response.status_code == 302, response.content.decode()[:2000]
-    model = Model.objects.get(name="admin-made")
+    model = RegisteredModel.objects.get(name="admin-made")
     assert (
         endpoint_spec(model).token == SECRET_TOKEN and model.is_published and model.owner == owner
     )
@@ -184,7 +184,7 @@ def test_admin_add_and_change_go_through_services(web, task, admin_user_obj, own
     round = task.rounds.get()
     change = form_data(owner=owner.pk, name="admin-made", card="edited", auth_token="")
     change.update(is_published="on", loop_rounds=[round.pk])
-    response = web.post(reverse("admin:models_hub_model_change", args=[model.pk]), change)
+    response = web.post(reverse("admin:models_hub_registeredmodel_change", args=[model.pk]), change)
     assert response.status_code == 302
     model.refresh_from_db()
     assert (
@@ -197,13 +197,18 @@ def test_admin_scoped_to_task_owners(web, model, owner):
     other_owner = UserFactory(username="other-owner", is_staff=True)
     TaskFactory(owners=[other_owner])
     web.force_login(other_owner)
-    assert web.get(reverse("admin:models_hub_model_change", args=[model.pk])).status_code in (
+    assert web.get(
+        reverse("admin:models_hub_registeredmodel_change", args=[model.pk])
+    ).status_code in (
         302,
         403,
         404,
     )
     web.force_login(owner)
-    assert web.get(reverse("admin:models_hub_model_change", args=[model.pk])).status_code == 200
+    assert (
+        web.get(reverse("admin:models_hub_registeredmodel_change", args=[model.pk])).status_code
+        == 200
+    )
 
 
 def test_admin_health_action_enqueues(web, model, admin_user_obj, redis_connection):
@@ -211,7 +216,7 @@ def test_admin_health_action_enqueues(web, model, admin_user_obj, redis_connecti
 
     web.force_login(admin_user_obj)
     response = web.post(
-        reverse("admin:models_hub_model_changelist"),
+        reverse("admin:models_hub_registeredmodel_changelist"),
         {"action": "check_health_now", "_selected_action": [model.pk]},
     )
     assert response.status_code == 302
@@ -227,7 +232,7 @@ def test_registrations_beyond_the_daily_limit_are_a_form_error(web, task, user, 
     response = web.post(url, form_data(name="second"))
     assert response.status_code == 200
     assert "a budget of 1 per task and dataset in 24 hours" in response.content.decode()
-    assert Model.objects.count() == 1
+    assert RegisteredModel.objects.count() == 1
 
 
 def test_a_read_timeout_over_the_cap_is_a_field_error_and_staff_raise_the_cap(
@@ -239,20 +244,20 @@ def test_a_read_timeout_over_the_cap_is_a_field_error_and_staff_raise_the_cap(
     response = web.post(url, form_data(read_timeout="120", auth_token=""))
     assert response.status_code == 200
     assert "at most 60 s for this model" in response.content.decode()
-    assert Model.objects.get(pk=model.pk).read_timeout == 30
+    assert RegisteredModel.objects.get(pk=model.pk).read_timeout == 30
     # The task's owner (staff, in the admin) cannot raise it: the cap is read-only there.
     web.force_login(owner)
-    change_url = reverse("admin:models_hub_model_change", args=[model.pk])
+    change_url = reverse("admin:models_hub_registeredmodel_change", args=[model.pk])
     assert 'name="read_timeout_cap"' not in web.get(change_url).content.decode()
     # A superuser raises this model's cap, and the owner may then ask for 120 s.
     web.force_login(admin_user_obj)
     assert 'name="read_timeout_cap"' in web.get(change_url).content.decode()
     change = form_data(owner=user.pk, name="mine", auth_token="", read_timeout_cap="300")
     assert web.post(change_url, change).status_code == 302
-    assert Model.objects.get(pk=model.pk).read_timeout_cap == 300
+    assert RegisteredModel.objects.get(pk=model.pk).read_timeout_cap == 300
     web.force_login(user)
     assert web.post(url, form_data(read_timeout="120", auth_token="")).status_code == 302
-    assert Model.objects.get(pk=model.pk).read_timeout == 120
+    assert RegisteredModel.objects.get(pk=model.pk).read_timeout == 120
 
 
 MOVED_URL = "http://localhost:9/"
@@ -289,7 +294,7 @@ def test_the_admin_refuses_moving_a_token_to_another_address_or_owner(
     """Even a superuser: another address, or another owner, with the stored token is a
     field error; with "Clear the stored token" both go through, without the token."""
     web.force_login(admin_user_obj)
-    url = reverse("admin:models_hub_model_change", args=[model.pk])
+    url = reverse("admin:models_hub_registeredmodel_change", args=[model.pk])
     base = form_data(task=model.task_id, owner=user.pk, name="mine", auth_token="")
     other = UserFactory(username="new-owner")
     for change in ({"endpoint_url": MOVED_URL}, {"owner": other.pk}):

@@ -802,7 +802,7 @@ ADMIN_MODELS: dict[str, tuple[str, object]] = {
         "superuser_singleton",
         lambda w: __import__("tasks.accounts", fromlist=["x"]).site_settings_get(),
     ),
-    "models_hub.model": ("owned_owner_adds", lambda w: w.model),
+    "models_hub.registeredmodel": ("owned_owner_adds", lambda w: w.model),
     "annotation.example": ("owned_no_add", lambda w: w.example),
     "annotation.campaign": ("owned_owner_adds", lambda w: w.campaign),
     "annotation.campaignworker": ("owned_no_add", _campaign_worker_row),

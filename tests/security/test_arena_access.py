@@ -261,10 +261,10 @@ def test_a_campaign_worker_battles_within_the_quota(world):
 
 
 def _unpublish_first_model(world) -> str:
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
     hidden = ARENA_MODEL_NAMES[0]
-    Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
+    RegisteredModel.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
     return hidden
 
 
@@ -307,10 +307,12 @@ def test_an_unpublished_model_stays_off_the_public_board(world):
 def test_a_model_owner_sees_their_unpublished_model_and_nobody_else_does(world):
     """The board shows a user their own unpublished model; the page cached for them is not
     the one visitors get, before or after."""
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
     hidden = _unpublish_first_model(world)
-    Model.objects.filter(task=world.arena_task, name=hidden).update(owner=world.users["worker"])
+    RegisteredModel.objects.filter(task=world.arena_task, name=hidden).update(
+        owner=world.users["worker"]
+    )
     path = reverse("annotation:arena_board", kwargs={"code": world.arena_task.code})
     assert hidden not in response_text(Client().get(path))
     assert hidden in response_text(role_client(world, "worker").get(path))
@@ -322,11 +324,11 @@ def test_a_snapshot_freezes_the_public_view_too(world):
     """A snapshot taken while a model was unpublished does not name it to visitors (page
     and API), even once it is published again; the owners see the whole board."""
     from annotation.arena import services as arena_services
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
     hidden = _unpublish_first_model(world)
     snapshot = arena_services.snapshot_create(world.arena_task, by=world.users["owner"])
-    Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=True)
+    RegisteredModel.objects.filter(task=world.arena_task, name=hidden).update(is_published=True)
     kwargs = {"code": world.arena_task.code, "snapshot_id": snapshot.pk}
     paths = [
         reverse("annotation:arena_snapshot", kwargs=kwargs),
@@ -337,7 +339,7 @@ def test_a_snapshot_freezes_the_public_view_too(world):
         assert hidden in response_text(role_client(world, "owner").get(path)), path
     # A snapshot frozen before the public view was kept hides today's unpublished models.
     world.arena_snapshot.refresh_from_db()
-    Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
+    RegisteredModel.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
     type(world.arena_snapshot).objects.filter(pk=world.arena_snapshot.pk).update(public_board=None)
     old = {"code": world.arena_task.code, "snapshot_id": world.arena_snapshot.pk}
     body = Client().get(reverse("api:arena-snapshot", kwargs=old)).json()
@@ -348,11 +350,11 @@ def test_the_reveal_does_not_name_an_unpublished_model(world):
     """After the vote, the worker reads a neutral label for a model whose card they may not
     see: on the battle page, the battle API, chat's pages and API of its conversation, and
     the API of the battle's example (which names seat A's model)."""
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
     battle, conversation = world.voted_battle, world.voted_battle.conversation_id
     hidden, shown = battle.model_a_name, battle.model_b_name
-    Model.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
+    RegisteredModel.objects.filter(task=world.arena_task, name=hidden).update(is_published=False)
     client = role_client(world, "worker")
     code = world.arena_task.code
     paths = [

@@ -60,14 +60,14 @@ def test_markdown_instructions_are_sanitised():
 def test_free_text_is_rendered_escaped_everywhere(world, payload):
     from annotation.models import Example
     from leaderboards.models import LeaderboardFork
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
     task = world.task
     task.description = payload
     task.instructions = payload
     task.name = "Sec " + payload[:40]
     task.save()
-    Model.objects.filter(pk=world.model.pk).update(
+    RegisteredModel.objects.filter(pk=world.model.pk).update(
         name="m-" + payload[:150], description=payload, card=payload, license=payload[:100]
     )
     dataset = world.datasets["scoring"]
@@ -219,7 +219,7 @@ def no_loopback_allowance(settings):
 def test_model_registration_refuses_internal_addresses_on_the_site(
     world, no_loopback_allowance, url
 ):
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
     client = role_client(world, "worker")
     response = client.post(
@@ -235,14 +235,14 @@ def test_model_registration_refuses_internal_addresses_on_the_site(
         },
     )
     assert response.status_code in (200, 400)
-    assert not Model.objects.filter(name="ssrf-model").exists()
+    assert not RegisteredModel.objects.filter(name="ssrf-model").exists()
 
 
 @pytest.mark.parametrize("url", SSRF_URLS[:5])
 def test_model_registration_refuses_internal_addresses_in_the_api(
     world, no_loopback_allowance, url
 ):
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
     client = role_client(world, "worker")
     response = client.post(
@@ -251,7 +251,7 @@ def test_model_registration_refuses_internal_addresses_in_the_api(
         content_type="application/json",
     )
     assert response.status_code == 400, response.content
-    assert not Model.objects.filter(name="ssrf-api-model").exists()
+    assert not RegisteredModel.objects.filter(name="ssrf-api-model").exists()
 
 
 def test_model_edit_cannot_point_an_endpoint_at_metadata(world, no_loopback_allowance):
@@ -278,7 +278,7 @@ def test_model_token_never_appears_in_pages_api_or_logs(world, caplog):
         f"/tasks/{world.task.code}/models/loop",
         f"/api/v1/models/{model.pk}/",
         f"/api/v1/tasks/{world.task.code}/models/",
-        f"/admin/models_hub/model/{model.pk}/change/",
+        f"/admin/models_hub/registeredmodel/{model.pk}/change/",
         "/api/schema/",
     ]
     for role in ROLES:

@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 
 from models_hub.errors import ModelAddressRefused, ModelConfigurationError
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.ssrf import AddressPolicy, check_url
 from models_hub.transport import NO_RETRY, request_json
 
@@ -236,7 +236,7 @@ def test_register_form_refuses_naming_the_embedded_address(
     )
     assert response.status_code == 200
     assert f"address {named}" in response.content.decode()
-    assert not Model.objects.filter(name="transition").exists()
+    assert not RegisteredModel.objects.filter(name="transition").exists()
 
 
 @pytest.mark.django_db
@@ -255,7 +255,7 @@ def test_register_api_refuses_naming_the_embedded_address(
     error = response.json()["error"]
     assert error["code"] == "model.address_refused"
     assert f"address {named}" in error["message"]
-    assert not Model.objects.filter(name="transition").exists()
+    assert not RegisteredModel.objects.filter(name="transition").exists()
 
 
 @pytest.mark.django_db

@@ -15,7 +15,7 @@ from django.urls import reverse
 from core.bounded_json import MAX_JSON_DEPTH
 from core.forms import BoundedJSONField
 from models_hub.forms import ModelAdminForm, ModelEditForm, ModelRegisterForm
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tests.adversarial_json import ADVERSARIAL_NAMES, ADVERSARIAL_TIMEOUT, adversarial_json
 from tests.factories import ContextFactory, UserFactory
 
@@ -90,9 +90,11 @@ def test_every_admin_and_model_form_bounds_its_json_fields():
         for name, kind in _json_fields(form_class).items():
             found[f"{form_class.__name__}.{name}"] = kind
     # The editable JSON of today; a new one is checked the day it appears.
-    assert {"tasks.context.data", "models_hub.model.options", "ModelRegisterForm.options"} <= set(
-        found
-    )
+    assert {
+        "tasks.context.data",
+        "models_hub.registeredmodel.options",
+        "ModelRegisterForm.options",
+    } <= set(found)
     unbounded = sorted(name for name, kind in found.items() if kind is not BoundedJSONField)
     assert not unbounded
 
@@ -122,7 +124,7 @@ def test_the_model_register_page_refuses_deep_options_with_a_form_error(client, 
     )
     assert response.status_code == 200
     assert f"at most {MAX_JSON_DEPTH} levels" in response.content.decode()
-    assert not Model.objects.exists()
+    assert not RegisteredModel.objects.exists()
 
 
 @pytest.mark.django_db
@@ -133,7 +135,7 @@ def test_the_model_register_page_takes_options_within_the_limit(client, task):
         {**MODEL_FORM, "options": '{"note": ' + arrays(MAX_JSON_DEPTH - 1) + "}"},
     )
     assert response.status_code == 302, response.content.decode()[:2000]
-    assert Model.objects.get().options["note"]
+    assert RegisteredModel.objects.get().options["note"]
 
 
 @pytest.mark.django_db

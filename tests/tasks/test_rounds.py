@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from models_hub import services as hub_services
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from tasks import services
 from tasks.models import Context, Round
 from tasks.selectors import RoundWarning, register_round_check, round_warnings
@@ -22,8 +22,10 @@ pytestmark = pytest.mark.django_db
 URL = "http://127.0.0.1:9/"
 
 
-def _loop_model(task, owner, name="m", status=ModelStatus.HEALTHY) -> Model:
-    model = Model.objects.create(task=task, owner=owner, name=name, endpoint_url=URL, status=status)
+def _loop_model(task, owner, name="m", status=ModelStatus.HEALTHY) -> RegisteredModel:
+    model = RegisteredModel.objects.create(
+        task=task, owner=owner, name=name, endpoint_url=URL, status=status
+    )
     hub_services.model_set_in_loop(task.rounds.order_by("-number").first(), [model], owner)
     return model
 
@@ -129,9 +131,11 @@ def test_warnings_name_a_round_without_contexts_or_models(task, owner):
     assert _codes(task) == [("loop.empty", 1)]
     model = _loop_model(task, owner)
     assert _codes(task) == []
-    Model.objects.filter(pk=model.pk).update(status=ModelStatus.UNHEALTHY)
+    RegisteredModel.objects.filter(pk=model.pk).update(status=ModelStatus.UNHEALTHY)
     assert _codes(task) == [("loop.silent", 1)]
-    Model.objects.filter(pk=model.pk).update(status=ModelStatus.UNKNOWN)  # not checked yet
+    RegisteredModel.objects.filter(pk=model.pk).update(
+        status=ModelStatus.UNKNOWN
+    )  # not checked yet
     assert _codes(task) == []
 
 
@@ -144,7 +148,7 @@ def test_warnings_are_for_open_rounds_and_contexts_only_when_the_config_has_some
 
 def test_warnings_say_what_happens_without_naming_models(task, owner):
     ContextFactory(task=task)
-    Model.objects.filter(pk=_loop_model(task, owner, "secret-name").pk).update(
+    RegisteredModel.objects.filter(pk=_loop_model(task, owner, "secret-name").pk).update(
         status=ModelStatus.DISABLED
     )
     (warning,) = round_warnings(task)

@@ -23,7 +23,7 @@ from leaderboards.services.client import use_client
 from leaderboards.services.datasets import dataset_import
 from leaderboards.services.runs import evaluation_run_create
 from models_hub.client import ModelClient
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from models_hub.protocols import get_protocol, model_inputs
 from models_hub.protocols.base import EndpointSettings
 from models_hub.transport import RetryPolicy
@@ -220,7 +220,7 @@ def test_the_evaluation_and_the_leaderboard_are_the_same(
     with serving(handler) as server:
         for version, text in zip(("v1", "v2"), texts, strict=True):
             board = TaskFactory(code=f"{task}-{version}", yaml_text=text, owners=[owner])
-            model = Model.objects.create(
+            model = RegisteredModel.objects.create(
                 task=board,
                 owner=owner,
                 name="twin",

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from annotation.arena.demo import VOTES
 from annotation.arena.models import ArenaBattle
 from annotation.arena.selectors import arena_board
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.models import Task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,7 +24,7 @@ def test_the_demo_arena_has_four_chat_models_and_a_board_with_intervals(
     call_command("seed_demo", "--no-evaluate", *urls, stdout=out)
     assert f"seeded {VOTES} synthetic arena votes among 4 models" in out.getvalue()
     task = Task.objects.get(code="arena")
-    models = Model.objects.filter(task=task)
+    models = RegisteredModel.objects.filter(task=task)
     assert models.count() == 4
     assert all(model.status == "healthy" for model in models), out.getvalue()
     assert set(task.rounds.get(number=1).in_loop_models.all()) == set(models)
@@ -34,4 +34,4 @@ def test_the_demo_arena_has_four_chat_models_and_a_board_with_intervals(
     assert board.rows[0].name == "Notes retrieval chat (demo)"
     call_command("seed_demo", "--no-evaluate", *urls, stdout=io.StringIO())
     assert ArenaBattle.objects.filter(task=task).count() == VOTES
-    assert Model.objects.filter(task=task).count() == 4
+    assert RegisteredModel.objects.filter(task=task).count() == 4

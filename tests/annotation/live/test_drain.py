@@ -323,9 +323,9 @@ def test_a_model_that_cannot_be_reached_fails_the_whole_batch_at_once(
     _submit_many(client, [POSITIVE, NEGATIVE])
     counting_model.handler.batches.clear()
     Example.objects.update(model=counting_model)
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
-    Model.objects.filter(pk=counting_model.pk).update(endpoint_url="http://127.0.0.1:9/")
+    RegisteredModel.objects.filter(pk=counting_model.pk).update(endpoint_url="http://127.0.0.1:9/")
     run_jobs()
     assert counting_model.handler.batches == []
     failed = list(Example.objects.all())
@@ -421,9 +421,9 @@ def test_a_batch_too_slow_for_the_read_timeout_is_asked_one_example_at_a_time(
     long and times out. Each example alone fits, and is answered."""
     handler = SlowPerItemHandler(0.3)
     model = serve_in_loop(sentiment_task, owner, model_server_factory, handler, "slow")
-    from models_hub.models import Model
+    from models_hub.models import RegisteredModel
 
-    Model.objects.filter(pk=model.pk).update(read_timeout=0.5)
+    RegisteredModel.objects.filter(pk=model.pk).update(read_timeout=0.5)
     client.force_login(worker)
     _submit_many(client, [POSITIVE, NEGATIVE, "Ok."])
     run_jobs()

@@ -11,7 +11,7 @@ from annotation.selectors.tasks import bundle_for_actor, round_for_actor, task_b
 from core.errors import NotFound, PermissionDenied
 from models_hub import calls as hub_calls
 from models_hub import services as hub_services
-from models_hub.models import Model, ModelStatus
+from models_hub.models import ModelStatus, RegisteredModel
 from tasks import services as task_services
 from tasks.models import Round
 from tasks.permissions import is_task_owner
@@ -25,9 +25,9 @@ def empty_cache():
     cache.clear()
 
 
-def _model(task, owner, name="m", **fields) -> Model:
+def _model(task, owner, name="m", **fields) -> RegisteredModel:
     fields.setdefault("status", ModelStatus.HEALTHY)
-    return Model.objects.create(
+    return RegisteredModel.objects.create(
         task=task, owner=owner, name=name, endpoint_url="http://127.0.0.1:9/", **fields
     )
 
@@ -76,7 +76,7 @@ def test_every_write_to_its_rows_forgets_the_bundle(change, model_server_factory
     task = TaskFactory(owners=[owner], config_name="sentiment")
     round_one = task.rounds.get()
     server = model_server_factory(SentimentHandler)
-    model = Model.objects.create(
+    model = RegisteredModel.objects.create(
         task=task, owner=owner, name="m", endpoint_url=server.url, status=ModelStatus.HEALTHY
     )
     before = task_bundle(task.code)
@@ -106,7 +106,7 @@ def test_every_write_to_its_rows_forgets_the_bundle(change, model_server_factory
         assert task_bundle(task.code).loop_models[round_one.pk] == ()
     elif change == "model health changed":
         hub_services.model_set_in_loop(round_one, [model], owner)
-        Model.objects.filter(pk=model.pk).update(status=ModelStatus.UNKNOWN)
+        RegisteredModel.objects.filter(pk=model.pk).update(status=ModelStatus.UNKNOWN)
         cache.clear()
         assert task_bundle(task.code).loop_models[round_one.pk] == (model,)
         server.stop()  # the health check finds it down

@@ -20,7 +20,7 @@ from leaderboards.selectors.cubes import json_texts_decode, leaderboard_data_ver
 from leaderboards.tables.build import LeaderboardRequest, build_leaderboard_table
 from leaderboards.tables.query import parse_leaderboard_query
 from leaderboards.tables.records import DatasetRecord, ModelRecord, ScoreRecord
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tasks.permissions import can_manage_task
 from tests.factories import DatasetFactory, TaskFactory, UserFactory
 from tests.leaderboards.boardkit import MAIN, assert_same_cube, board_with, make_models, table_for
@@ -47,7 +47,7 @@ def records_table(task, user, querydict):
             model.is_anonymous,
             not model.is_anonymous or manages or model.owner_id == user_id,
         )
-        for model in Model.objects.filter(task=task).select_related("owner")
+        for model in RegisteredModel.objects.filter(task=task).select_related("owner")
         if manages or model.is_published or model.owner_id == user_id
     ]
     slugs = {dataset.pk: dataset.slug for dataset in datasets}

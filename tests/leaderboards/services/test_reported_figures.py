@@ -11,7 +11,7 @@ import pytest
 from leaderboards.models import EvaluationRun, RunStatus, Score
 from leaderboards.services.runs import evaluation_run_create
 from leaderboards.services.scores import run_finalize
-from models_hub.models import Model
+from models_hub.models import RegisteredModel
 from tests.leaderboards.evalkit import import_sentiment, make_model, run_worker
 from tests.models_hub.servers import RecordingServer, ReportingHandler, running
 
@@ -57,4 +57,4 @@ def test_a_bad_figure_stored_on_a_run_before_the_check_is_dropped_at_finalize(
     assert run.status == RunStatus.DONE, (run.error_code, run.error_message)
     score = Score.objects.get(model=model, dataset=dataset)
     assert score.metrics["memory_utilization"] in (None, 1.5)
-    assert Model.objects.get(pk=model.pk).memory_gb in (None, 1.5)
+    assert RegisteredModel.objects.get(pk=model.pk).memory_gb in (None, 1.5)
