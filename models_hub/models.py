@@ -31,6 +31,9 @@ class RegisteredModel(models.Model):
     ``__str__``/``__repr__``. Its column holds the token sealed with the site's keys
     (``models_hub.fields.SealedTokenField``); only ``selectors.endpoint_spec`` opens it.
     Writes go through ``models_hub.services``.
+
+    Named ``RegisteredModel`` so that it cannot be mistaken for Django's ``models.Model``; it
+    was ``Model`` until migration 0006, and its table keeps that name (``models_hub_model``).
     """
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="models")
@@ -108,6 +111,8 @@ class RegisteredModel(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        # The table of the class's first name: the rename moved no data and no SQL.
+        db_table = "models_hub_model"
         ordering = ["task", "name"]
         constraints = [
             models.UniqueConstraint(fields=["task", "name"], name="unique_model_name_per_task"),
@@ -124,7 +129,7 @@ class RegisteredModel(models.Model):
 
     def __repr__(self) -> str:
         # Spelled out so that no future field (least of all the token) slips into a log line.
-        return f"<Model {self.pk}: {self.name!r} task={self.task_id}>"
+        return f"<RegisteredModel {self.pk}: {self.name!r} task={self.task_id}>"
 
     @property
     def has_endpoint(self) -> bool:

@@ -104,3 +104,20 @@ def sentiment_inputs(count: int) -> list[dict]:
         }
         for index in range(count)
     ]
+
+
+@pytest.fixture
+def apps_after():
+    """Return the app registry as it stood after a migration: what its data functions get.
+
+    ``apps_after("models_hub", "0005_daily_budget")`` knows the model by the name it had
+    then (``Model``); its table is the one the current model uses.
+    """
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
+
+    def registry(app_label: str, migration_name: str):
+        loader = MigrationLoader(connection, ignore_no_migrations=True)
+        return loader.project_state((app_label, migration_name), at_end=True).apps
+
+    return registry

@@ -142,10 +142,8 @@ def test_concurrent_registrations_never_overspend_the_budget(settings, task, use
 
 
 @pytest.mark.django_db
-def test_the_migration_counts_the_last_days_registrations(task, owner, user):
+def test_the_migration_counts_the_last_days_registrations(task, owner, user, apps_after):
     import importlib
-
-    from django.apps import apps
 
     from tests.factories import ModelFactory
 
@@ -154,7 +152,7 @@ def test_the_migration_counts_the_last_days_registrations(task, owner, user):
     ModelFactory(task=task, owner=owner, name="the task owner's")
     old = ModelFactory(task=task, owner=user, name="old")
     RegisteredModel.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2))
-    migration.charge_recent_registrations(apps, None)
+    migration.charge_recent_registrations(apps_after("models_hub", "0005_daily_budget"), None)
     assert list(BudgetCharge.objects.values_list("budget__user", "kind")) == [
         (user.pk, "registration")
     ]

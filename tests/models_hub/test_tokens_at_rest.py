@@ -9,7 +9,6 @@ from types import SimpleNamespace
 
 import pytest
 from cryptography.fernet import Fernet
-from django.apps import apps
 from django.core.management import call_command
 from django.db import connection
 from django.db.models import TextField, Value
@@ -207,8 +206,11 @@ def test_the_api_shows_neither_the_token_nor_its_ciphertext(task, user):
     assert SECRET_TOKEN not in body and sealed not in body and "fernet:" not in body
 
 
+MIGRATION = ("models_hub", "0004_seal_model_tokens")
+
+
 def _migration():
-    return importlib.import_module("models_hub.migrations.0004_seal_model_tokens")
+    return importlib.import_module(f"models_hub.migrations.{MIGRATION[1]}")
 
 
 # The data migration reads only the editor's connection. A real schema editor cannot open
@@ -216,7 +218,8 @@ def _migration():
 EDITOR = SimpleNamespace(connection=connection)
 
 
-def test_the_migration_encrypts_plain_tokens_once_and_reverses(task, user):
+def test_the_migration_encrypts_plain_tokens_once_and_reverses(task, user, apps_after):
+    apps = apps_after(*MIGRATION)
     register(task, user, name="already-sealed")
     plain_model = register(task, user, name="plain")
     store_plain(plain_model, SECRET_TOKEN)
@@ -239,7 +242,8 @@ def test_the_migration_encrypts_plain_tokens_once_and_reverses(task, user):
     assert stored_tokens(task) == [SECRET_TOKEN, SECRET_TOKEN, ""]
 
 
-def test_the_backward_migration_stops_on_a_token_no_key_decrypts(task, user):
+def test_the_backward_migration_stops_on_a_token_no_key_decrypts(task, user, apps_after):
+    apps = apps_after(*MIGRATION)
     with override_settings(DYNATASK_SECRET_KEYS=[OLD_KEY]):
         register(task, user, name="lost-key")
     before = stored_tokens(task)
