@@ -265,6 +265,22 @@ def _context_from_record(config, record: dict, fmt: str) -> tuple[dict, str, dic
     return data, tag or "", metadata or {}
 
 
+def _contexts_round(task: Task, round_number: int | None) -> Round:
+    """Return the round that imported contexts go to: the one named, else the newest open
+    round, else the last one."""
+    rounds = task.rounds.all()
+    round_ = (
+        rounds.filter(number=round_number).first()
+        if round_number is not None
+        else rounds.filter(is_open=True).order_by("-number").first() or rounds.last()
+    )
+    if round_ is None:
+        raise ServiceError(
+            f"round {round_number} does not exist for task {task.code}", code="round.missing"
+        )
+    return round_
+
+
 def contexts_import(
     task: Task,
     stream: IO,
@@ -289,16 +305,7 @@ def contexts_import(
     errors = UploadProblems()
     count = 0
     with transaction.atomic():
-        rounds = task.rounds.all()
-        round_ = (
-            rounds.filter(number=round_number).first()
-            if round_number is not None
-            else rounds.filter(is_open=True).order_by("-number").first() or rounds.last()
-        )
-        if round_ is None:
-            raise ServiceError(
-                f"round {round_number} does not exist for task {task.code}", code="round.missing"
-            )
+        round_ = _contexts_round(task, round_number)
         batch: list[Context] = []
         for line, record in capped_records(iter_records(stream, fmt), upload_max_rows()):
             if isinstance(record, UploadLineError):
