@@ -20,15 +20,18 @@ Contract, for metrics ``i`` with user weights ``w_i`` and a main metric ``perf``
    ``offset - x`` for "lower" metrics (latency or memory: memory *saved* is the instance
    memory minus the memory used; the caller passes the offset, e.g. the instance memory
    or the largest value observed).
-3. The complete models are sorted by the converted main metric and *pooled*: models
-   whose converted main values differ by less than ``epsilon`` (or not at all) are one
-   *level* (a chain: each value within ``epsilon`` of the next). A level stands for its
-   models by the mean of each of their values (``pooled_levels``); a level of one model
-   is that model. So tied models are one point of the curve, whatever their ids or names,
-   and two levels are always at least ``epsilon`` apart on the main metric.
-4. ``AMRS_i = mean over consecutive levels (a, b) of |x_i(b) - x_i(a)| / |perf(b) - perf(a)|``
-   (levels of the models that have metric ``i``). ``epsilon`` defaults to 1e-4, absolute
-   as the paper states it (Dynabench's own code scales it by the largest perf value); the
+3. The complete models are sorted by the converted main metric and grouped into
+   *levels* (``tie_levels``): models whose converted main values differ by less than
+   ``epsilon`` (or not at all) are one level (a chain: each value within ``epsilon`` of
+   the next). Two levels are always at least ``epsilon`` apart on the main metric.
+4. ``AMRS_i = mean over consecutive levels (a, b) of rate_i(a, b)``, where ``rate_i(a, b)``
+   is the mean of ``|x_i(n) - x_i(m)| / |perf(n) - perf(m)|`` over every cross pair of a
+   model ``m`` of ``a`` and a model ``n`` of ``b`` (``level_pair_rate``; two models of one
+   level form no ratio), over the models that have metric ``i``. It is the paper's AMRS
+   averaged over every way of keeping one model per level, so a tied level keeps the
+   spread of its models and a model that joins it moves each rate only part of the way
+   toward the rate it would give alone. ``epsilon`` defaults to 1e-4, absolute as the
+   paper states it (Dynabench's own code scales it by the largest perf value); the
    leaderboard passes the main metric's declared resolution (``MAIN_METRIC_RESOLUTION``).
    On a board without ties (every gap at least ``epsilon``) each level is one model and
    this is the paper's formula exactly. ``AMRS_perf = 1`` by definition.
@@ -200,38 +203,55 @@ def _quantize(metric: MetricInput, value: float) -> float:
     )
 
 
-def pooled_levels(
+def tie_levels(
     ordered_values: Sequence[tuple[float, float]], *, epsilon: float = DEFAULT_EPSILON
-) -> list[tuple[float, float]]:
-    """Return the ``(perf, metric)`` levels of ``(perf, metric)`` pairs sorted by perf.
+) -> list[list[tuple[float, float]]]:
+    """Return the levels of ``(perf, metric)`` pairs sorted by perf, lowest first.
 
-    Consecutive pairs whose perf differs by less than ``epsilon`` (or not at all) form one
-    level, which stands for them by their means (``_mean``); a level of one pair is that
-    pair. The result depends on the multiset of pairs only, never on the order of ties.
+    A level is a run of consecutive pairs each less than ``epsilon`` (or nothing) above
+    the one before it: a chain, so its ends may be further apart. Any two levels are at
+    least ``epsilon`` (and more than 0) apart. The levels keep every pair as it is.
     """
-    levels: list[tuple[float, float]] = []
+    levels: list[list[tuple[float, float]]] = []
     start = 0
     for end in range(1, len(ordered_values) + 1):
         if end < len(ordered_values):
             step = ordered_values[end][0] - ordered_values[end - 1][0]
             if step < epsilon or step == 0:
                 continue
-        members = ordered_values[start:end]
-        levels.append((_mean([p for p, _ in members]), _mean([m for _, m in members])))
+        levels.append(list(ordered_values[start:end]))
         start = end
     return levels
 
 
-def _mean(values: Sequence[float]) -> float:
+def level_pair_rate(
+    lower: Sequence[tuple[float, float]], upper: Sequence[tuple[float, float]]
+) -> float:
+    """Return the mean of ``|delta metric| / |delta perf|`` over the cross pairs of two levels.
+
+    Every pair of one model of ``lower`` and one of ``upper`` forms a ratio (pairs inside a
+    level form none); the mean is taken as the mean over ``lower``'s models of their mean
+    rate to ``upper``'s, each with ``_mean``, so a level made of copies of one model gives
+    that model's rate to the last bit. Between two single models it is the paper's ratio.
+    """
+    return _mean(
+        [
+            _mean([abs(metric_b - metric_a) / abs(perf_b - perf_a) for perf_b, metric_b in upper])
+            for perf_a, metric_a in lower
+        ]
+    )
+
+
+def _mean(values: list[float]) -> float:
     """The mean of ``values``; equal values (one, or a tie) are their value itself.
 
     ``fsum`` is exactly rounded, so the mean does not depend on the order of ``values``;
     when the sum overflows, each part is divided first.
     """
     first = values[0]
-    if all(value == first for value in values):
-        return first
     count = len(values)
+    if values.count(first) == count:
+        return first
     try:
         return math.fsum(values) / count
     except OverflowError:
@@ -243,15 +263,15 @@ def average_metric_ratio_scaling(
 ) -> float:
     """Return the AMRS of a metric from ``(perf, metric)`` pairs sorted by perf.
 
-    The mean over consecutive levels (``pooled_levels``: pairs within ``epsilon`` of each
-    other on perf pooled) of ``|delta metric| / |delta perf|``; 0.0 with fewer than two.
+    The mean over consecutive levels (``tie_levels``: pairs within ``epsilon`` of each
+    other on perf are one level) of their cross-pair rate (``level_pair_rate``); 0.0 with
+    fewer than two levels. Without ties it is the paper's mean over neighbouring pairs.
     """
-    levels = pooled_levels(ordered_values, epsilon=epsilon)
-    ratios = [
-        abs(metric_b - metric_a) / abs(perf_b - perf_a)
-        for (perf_a, metric_a), (perf_b, metric_b) in zip(levels, levels[1:], strict=False)
+    levels = tie_levels(ordered_values, epsilon=epsilon)
+    rates = [
+        level_pair_rate(lower, upper) for lower, upper in zip(levels, levels[1:], strict=False)
     ]
-    return math.fsum(ratios) / len(ratios) if ratios else 0.0
+    return math.fsum(rates) / len(rates) if rates else 0.0
 
 
 def _checked_epsilon(epsilon: object) -> float:
@@ -289,7 +309,8 @@ def compute_dynascores(
         if name == main_metric:
             amrs[name] = 1.0
             continue
-        # Sorted by value alone: tied models are pooled, so their order cannot matter.
+        # Sorted by value alone: a level's rates are exactly rounded means, so the order
+        # of tied models cannot matter.
         pairs = sorted((row[main_metric], row[name]) for row in converted.values() if name in row)
         amrs[name] = average_metric_ratio_scaling(pairs, epsilon=epsilon)
     complete_scores = [
@@ -680,7 +701,7 @@ def _amrs_of_columns(
     epsilon: float,
 ) -> dict[str, float]:
     """Return the AMRS of every metric over the complete models (1.0 for the main one)."""
-    # Complete models by the converted main metric; ties are pooled into levels.
+    # Complete models by the converted main metric; ties form levels (``tie_levels``).
     ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
     perf = converted[ordered, main]
     amrs: dict[str, float] = {}
@@ -731,8 +752,9 @@ def _shared_ranks(ranked: np.ndarray, dynascores: np.ndarray) -> np.ndarray:
 def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> float:
     """``average_metric_ratio_scaling`` of ``values`` sorted by ``perf`` (arrays), same floats.
 
-    Levels of one model (the usual case) are taken as they are; only pooled levels of
-    several models are averaged in Python, with the reference's ``_mean``.
+    Pairs of single-model levels (the usual case) are one vectorised ratio each; a pair
+    with a tied level takes its cross ratios as one matrix and averages them in Python
+    with the reference's ``_mean``, row by row as ``level_pair_rate`` does.
     """
     if perf.size < 2:
         return 0.0
@@ -740,16 +762,31 @@ def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> flo
     starts = np.flatnonzero(np.concatenate(([True], (steps >= epsilon) & (steps != 0))))
     if starts.size < 2:
         return 0.0
-    level_perf = perf[starts].copy()
-    level_values = values[starts].copy()
-    sizes = np.diff(np.append(starts, perf.size))
-    for level in np.flatnonzero(sizes > 1).tolist():
-        members = slice(int(starts[level]), int(starts[level] + sizes[level]))
-        # The members sorted by value, as the reference sorts its pairs (``_mean`` is
-        # exactly rounded, so the order only matters for the sign of zero).
-        level_perf[level] = _mean(sorted(perf[members].tolist()))
-        level_values[level] = _mean(sorted(values[members].tolist()))
-    ratios = (
-        np.abs(level_values[1:] - level_values[:-1]) / np.abs(level_perf[1:] - level_perf[:-1])
-    ).tolist()
-    return math.fsum(ratios) / len(ratios)
+    ends = np.append(starts[1:], perf.size)
+    single = ends - starts == 1
+    rates = np.abs(values[starts[1:]] - values[starts[:-1]]) / np.abs(
+        perf[starts[1:]] - perf[starts[:-1]]
+    )
+    rates = rates.tolist()
+    for pair in np.flatnonzero(~(single[1:] & single[:-1])).tolist():
+        lower = slice(int(starts[pair]), int(ends[pair]))
+        upper = slice(int(starts[pair + 1]), int(ends[pair + 1]))
+        rates[pair] = _cross_rate(perf[lower], values[lower], perf[upper], values[upper])
+    return math.fsum(rates) / len(rates)
+
+
+def _cross_rate(
+    lower_perf: np.ndarray,
+    lower_values: np.ndarray,
+    upper_perf: np.ndarray,
+    upper_values: np.ndarray,
+) -> float:
+    """``level_pair_rate`` of two levels given as arrays: the same floats."""
+    ratios = np.abs(upper_values[None, :] - lower_values[:, None]) / np.abs(
+        upper_perf[None, :] - lower_perf[:, None]
+    )
+    if ratios.shape[1] == 1:
+        row_means = ratios[:, 0].tolist()
+    else:
+        row_means = [_mean(row) for row in ratios.tolist()]
+    return _mean(row_means)
