@@ -233,6 +233,8 @@ def level_pair_rate(
     level form none); the mean is taken as the mean over ``lower``'s models of their mean
     rate to ``upper``'s, each with ``_mean``, so a level made of copies of one model gives
     that model's rate to the last bit. Between two single models it is the paper's ratio.
+    The levels come as ``tie_levels`` gives them, in ``(perf, metric)`` order: an order of
+    the values alone, so the sums (and their last bit) never depend on ids or names.
     """
     return _mean(
         [
@@ -243,19 +245,26 @@ def level_pair_rate(
 
 
 def _mean(values: list[float]) -> float:
-    """The mean of ``values``; equal values (one, or a tie) are their value itself.
+    """The mean of ``values`` (at least 0 each); equal values (one, or a tie) are themselves.
 
-    ``fsum`` is exactly rounded, so the mean does not depend on the order of ``values``;
-    when the sum overflows, each part is divided first.
+    The values are added one after the other in the order given (the array path makes the
+    same additions); when the sum overflows, each value is divided first.
     """
     first = values[0]
     count = len(values)
     if values.count(first) == count:
         return first
-    try:
-        return math.fsum(values) / count
-    except OverflowError:
-        return math.fsum(value / count for value in values)
+    total = _sequential_sum(values)
+    if math.isinf(total):
+        return _sequential_sum([value / count for value in values])
+    return total / count
+
+
+def _sequential_sum(values: list[float]) -> float:
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def average_metric_ratio_scaling(
@@ -752,9 +761,8 @@ def _shared_ranks(ranked: np.ndarray, dynascores: np.ndarray) -> np.ndarray:
 def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> float:
     """``average_metric_ratio_scaling`` of ``values`` sorted by ``perf`` (arrays), same floats.
 
-    Pairs of single-model levels (the usual case) are one vectorised ratio each; a pair
-    with a tied level takes its cross ratios as one matrix and averages them in Python
-    with the reference's ``_mean``, row by row as ``level_pair_rate`` does.
+    Pairs of single-model levels (the usual case) are one vectorised ratio each; the pairs
+    with a tied level take their cross ratios together (``_tied_pair_rates``).
     """
     if perf.size < 2:
         return 0.0
@@ -763,30 +771,74 @@ def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> flo
     if starts.size < 2:
         return 0.0
     ends = np.append(starts[1:], perf.size)
-    single = ends - starts == 1
     rates = np.abs(values[starts[1:]] - values[starts[:-1]]) / np.abs(
         perf[starts[1:]] - perf[starts[:-1]]
     )
-    rates = rates.tolist()
-    for pair in np.flatnonzero(~(single[1:] & single[:-1])).tolist():
-        lower = slice(int(starts[pair]), int(ends[pair]))
-        upper = slice(int(starts[pair + 1]), int(ends[pair + 1]))
-        rates[pair] = _cross_rate(perf[lower], values[lower], perf[upper], values[upper])
-    return math.fsum(rates) / len(rates)
+    single = ends - starts == 1
+    tied = np.flatnonzero(~(single[1:] & single[:-1]))
+    if tied.size:
+        # In (perf, value) order, as the reference sorts its pairs: the same additions.
+        order = np.lexsort((values, perf))
+        rates[tied] = _tied_pair_rates(perf[order], values[order], starts, ends, tied)
+    return math.fsum(rates.tolist()) / rates.size
 
 
-def _cross_rate(
-    lower_perf: np.ndarray,
-    lower_values: np.ndarray,
-    upper_perf: np.ndarray,
-    upper_values: np.ndarray,
-) -> float:
-    """``level_pair_rate`` of two levels given as arrays: the same floats."""
-    ratios = np.abs(upper_values[None, :] - lower_values[:, None]) / np.abs(
-        upper_perf[None, :] - lower_perf[:, None]
-    )
-    if ratios.shape[1] == 1:
-        row_means = ratios[:, 0].tolist()
-    else:
-        row_means = [_mean(row) for row in ratios.tolist()]
-    return _mean(row_means)
+# Cross ratios held at once by ``_tied_pair_rates`` (a bound on its memory, 8 bytes each).
+CROSS_RATIO_BLOCK = 1 << 20
+
+
+def _tied_pair_rates(
+    perf: np.ndarray, values: np.ndarray, starts: np.ndarray, ends: np.ndarray, pairs: np.ndarray
+) -> np.ndarray:
+    """Return ``level_pair_rate`` of the level pairs ``pairs`` (lower level's index), same floats.
+
+    One row per model of a lower level, holding its ratios to the upper level's models in
+    order, padded at the end with zeros (the ratios are at least 0, and adding 0.0 last
+    changes no sum): row means as ``_mean`` takes them, then each pair's mean of its rows.
+    """
+    lower_sizes = ends[pairs] - starts[pairs]
+    upper_sizes = ends[pairs + 1] - starts[pairs + 1]
+    # Each pair's upper level as a row; padding cells sit at infinity, so their ratio
+    # |0 - x| / |inf - perf| is exactly 0.0.
+    upper_valid = np.arange(int(upper_sizes.max())) < upper_sizes[:, None]
+    members = _ranges(starts[pairs + 1], upper_sizes)
+    upper_values = np.zeros(upper_valid.shape)
+    upper_values[upper_valid] = values[members]
+    upper_perf = np.full(upper_valid.shape, np.inf)
+    upper_perf[upper_valid] = perf[members]
+    # Row r: the model ``lowers[r]`` against the upper level of pair ``owner[r]``.
+    owner = np.repeat(np.arange(pairs.size), lower_sizes)
+    lowers = _ranges(starts[pairs], lower_sizes)
+    row_means = np.empty(owner.size)
+    block = max(1, CROSS_RATIO_BLOCK // upper_valid.shape[1])
+    for first in range(0, owner.size, block):
+        rows = slice(first, first + block)
+        lower = lowers[rows][:, None]
+        ratios = np.abs(upper_values[owner[rows]] - values[lower]) / np.abs(
+            upper_perf[owner[rows]] - perf[lower]
+        )
+        row_means[rows] = _padded_means(ratios, upper_sizes[owner[rows]])
+    means = np.zeros((pairs.size, int(lower_sizes.max())))
+    means[np.arange(means.shape[1]) < lower_sizes[:, None]] = row_means
+    return _padded_means(means, lower_sizes)
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Return the positions ``start, start + 1, ...`` of each run, runs one after the other."""
+    offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+    return np.arange(int(sizes.sum())) + offsets
+
+
+def _padded_means(matrix: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Return ``_mean`` of the first ``counts`` entries of each row (at least 0; then 0.0)."""
+    lows = matrix.min(axis=1)
+    padded = np.flatnonzero(counts < matrix.shape[1])
+    if padded.size:
+        valid = np.arange(matrix.shape[1]) < counts[padded][:, None]
+        lows[padded] = np.where(valid, matrix[padded], np.inf).min(axis=1)
+    same = lows == matrix.max(axis=1)
+    sums = matrix.cumsum(axis=1)[:, -1]  # left to right, as ``_sequential_sum``
+    means = np.where(same, lows, sums / counts)
+    for row in np.flatnonzero(np.isinf(sums) & ~same).tolist():
+        means[row] = _mean(matrix[row, : counts[row]].tolist())
+    return means

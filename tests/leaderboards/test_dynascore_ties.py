@@ -15,6 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from leaderboards import dynascore
 from leaderboards.dynascore import (
     MetricInput,
     compute_dynascore_arrays,
@@ -373,3 +374,30 @@ def test_a_model_joining_a_tie_moves_each_rate_only_toward_the_rate_it_gives_alo
             ends = [parts_before.get(name, 0.0), parts_alone.get(name, 0.0)]
             assert min(ends) - 1e-9 * abs(part) - 1e-12 <= part
             assert part <= max(ends) + 1e-9 * abs(part) + 1e-12
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=5), other_values, other_values),
+        min_size=2,
+        max_size=40,
+    ),
+    st.sampled_from([1, 3, 1 << 20]),
+)
+def test_the_array_path_gives_the_references_rates_on_levels_of_every_size(values, block):
+    # Main values on a 0.5-point grid, some nudged within epsilon: levels of 1 to 40 models.
+    board = {
+        f"m{i}": {"acc": 40 + 0.5 * step + (0.05 if i % 3 == 0 else 0.0), "rob": r, "latency": lat}
+        for i, (step, r, lat) in enumerate(values)
+    }
+    metrics = METRICS[:3]
+    kwargs = {"main_metric": "acc", "epsilon": MAIN_METRIC_RESOLUTION}
+    reference = compute_dynascores(board, metrics, **kwargs)
+    table = np.array([[row["acc"], row["rob"], row["latency"]] for row in board.values()])
+    with pytest.MonkeyPatch.context() as patch:
+        # Small blocks of cross ratios take the same path as a large board's.
+        patch.setattr(dynascore, "CROSS_RATIO_BLOCK", block)
+        fast = compute_dynascore_arrays(list(board), table, metrics, **kwargs)
+    assert dict(fast.amrs) == dict(reference.amrs)
+    assert fast.as_result() == reference
