@@ -783,8 +783,8 @@ def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> flo
     return math.fsum(rates.tolist()) / rates.size
 
 
-# Cross ratios held at once by ``_tied_pair_rates`` (a bound on its memory, 8 bytes each).
-CROSS_RATIO_BLOCK = 1 << 20
+# Cross ratios held at once by ``_tied_pair_rates`` (8 bytes each: its arrays stay at 1 MB).
+CROSS_RATIO_BLOCK = 1 << 17
 
 
 def _tied_pair_rates(
@@ -792,34 +792,36 @@ def _tied_pair_rates(
 ) -> np.ndarray:
     """Return ``level_pair_rate`` of the level pairs ``pairs`` (lower level's index), same floats.
 
-    One row per model of a lower level, holding its ratios to the upper level's models in
-    order, padded at the end with zeros (the ratios are at least 0, and adding 0.0 last
-    changes no sum): row means as ``_mean`` takes them, then each pair's mean of its rows.
+    One column per model of a lower level, holding its ratios to the upper level's models
+    in order, padded at the end with zeros (the ratios are at least 0, and adding 0.0 last
+    changes no sum): column means as ``_mean`` takes them, then each pair's mean of its
+    columns. Columns, so that the sums run along the first axis, vectorised across models.
     """
     lower_sizes = ends[pairs] - starts[pairs]
     upper_sizes = ends[pairs + 1] - starts[pairs + 1]
-    # Each pair's upper level as a row; padding cells sit at infinity, so their ratio
+    # Each pair's upper level as a column; padding cells sit at infinity, so their ratio
     # |0 - x| / |inf - perf| is exactly 0.0.
-    upper_valid = np.arange(int(upper_sizes.max())) < upper_sizes[:, None]
+    upper_valid = np.arange(int(upper_sizes.max()))[:, None] < upper_sizes
     members = _ranges(starts[pairs + 1], upper_sizes)
     upper_values = np.zeros(upper_valid.shape)
-    upper_values[upper_valid] = values[members]
+    upper_values.T[upper_valid.T] = values[members]
     upper_perf = np.full(upper_valid.shape, np.inf)
-    upper_perf[upper_valid] = perf[members]
-    # Row r: the model ``lowers[r]`` against the upper level of pair ``owner[r]``.
+    upper_perf.T[upper_valid.T] = perf[members]
+    # Column c: the model ``lowers[c]`` against the upper level of pair ``owner[c]``.
     owner = np.repeat(np.arange(pairs.size), lower_sizes)
     lowers = _ranges(starts[pairs], lower_sizes)
-    row_means = np.empty(owner.size)
-    block = max(1, CROSS_RATIO_BLOCK // upper_valid.shape[1])
+    model_means = np.empty(owner.size)
+    block = max(1, CROSS_RATIO_BLOCK // upper_valid.shape[0])
     for first in range(0, owner.size, block):
-        rows = slice(first, first + block)
-        lower = lowers[rows][:, None]
-        ratios = np.abs(upper_values[owner[rows]] - values[lower]) / np.abs(
-            upper_perf[owner[rows]] - perf[lower]
+        columns = slice(first, first + block)
+        lower = lowers[columns]
+        # ``take`` keeps the rows contiguous (``[:, index]`` would not), for the sums below.
+        ratios = np.abs(np.take(upper_values, owner[columns], axis=1) - values[lower]) / np.abs(
+            np.take(upper_perf, owner[columns], axis=1) - perf[lower]
         )
-        row_means[rows] = _padded_means(ratios, upper_sizes[owner[rows]])
-    means = np.zeros((pairs.size, int(lower_sizes.max())))
-    means[np.arange(means.shape[1]) < lower_sizes[:, None]] = row_means
+        model_means[columns] = _padded_means(ratios, upper_sizes[owner[columns]])
+    means = np.zeros((int(lower_sizes.max()), pairs.size))
+    means.T[np.arange(means.shape[0]) < lower_sizes[:, None]] = model_means
     return _padded_means(means, lower_sizes)
 
 
@@ -830,15 +832,19 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 
 def _padded_means(matrix: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Return ``_mean`` of the first ``counts`` entries of each row (at least 0; then 0.0)."""
-    lows = matrix.min(axis=1)
-    padded = np.flatnonzero(counts < matrix.shape[1])
+    """Return ``_mean`` of the first ``counts`` entries of each column (at least 0; then 0.0)."""
+    lows = matrix.min(axis=0)
+    padded = np.flatnonzero(counts < matrix.shape[0])
     if padded.size:
-        valid = np.arange(matrix.shape[1]) < counts[padded][:, None]
-        lows[padded] = np.where(valid, matrix[padded], np.inf).min(axis=1)
-    same = lows == matrix.max(axis=1)
-    sums = matrix.cumsum(axis=1)[:, -1]  # left to right, as ``_sequential_sum``
+        valid = np.arange(matrix.shape[0])[:, None] < counts[padded]
+        lows[padded] = np.where(valid, matrix[:, padded], np.inf).min(axis=0)
+    same = lows == matrix.max(axis=0)
+    # Top to bottom, one addition per row, as ``_sequential_sum`` adds (numpy's ``sum`` and
+    # ``cumsum`` along this axis promise no order, or cost more).
+    sums = matrix[0].copy()
+    for row in matrix[1:]:
+        sums += row
     means = np.where(same, lows, sums / counts)
-    for row in np.flatnonzero(np.isinf(sums) & ~same).tolist():
-        means[row] = _mean(matrix[row, : counts[row]].tolist())
+    for column in np.flatnonzero(np.isinf(sums) & ~same).tolist():
+        means[column] = _mean(matrix[: counts[column], column].tolist())
     return means
