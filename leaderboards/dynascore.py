@@ -49,8 +49,9 @@ metrics it misses (never dropped). Inputs are never mutated. Bad inputs raise
 out). ``compute_dynascore_arrays`` and ``average_over_datasets_array`` are the same maths
 on numpy arrays for large leaderboards (NaN = missing value): same checks, same error
 codes and the same floats, bit for bit (every ``math.fsum`` of the reference is an
-``fsum`` or a single correctly rounded addition there). Tests compare the two on random
-tables.
+``fsum`` or a single correctly rounded addition there, and the means inside a pair of tied
+levels are the same additions in the same order, that of the values). Tests compare the
+two on random tables.
 """
 
 from __future__ import annotations
@@ -473,7 +474,8 @@ def average_over_datasets(
 # missing value (None above). Element-wise operations are done in the same order as above,
 # so they round alike; every sum that the reference takes with ``math.fsum`` is taken with
 # ``math.fsum`` here too (or, for one or two terms, with one IEEE addition, which rounds the
-# exact sum just as ``fsum`` does), so both paths give the same floats, bit for bit.
+# exact sum just as ``fsum`` does), and the reference's sequential sums (``_mean``) are made
+# one addition at a time in the same order, so both paths give the same floats, bit for bit.
 
 
 def weighted_row_means(values: np.ndarray, weights: Sequence[float]) -> np.ndarray:
@@ -618,7 +620,8 @@ def compute_dynascore_arrays(
 
     NaN means "no value" (None in the reference); an infinite value raises ``BAD_VALUE``
     as in the reference. Model names must be distinct. Same checks, errors and numbers as the
-    reference, in O(models x metrics) numpy work plus one ``fsum`` per model.
+    reference, in O(models x metrics) numpy work plus one ``fsum`` per model, and one ratio
+    per cross pair of two consecutive tied levels (docs/leaderboard.md).
     """
     by_name = _checked_metrics(metrics, main_metric)
     epsilon = _checked_epsilon(epsilon)
