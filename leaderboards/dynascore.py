@@ -20,15 +20,18 @@ Contract, for metrics ``i`` with user weights ``w_i`` and a main metric ``perf``
    ``offset - x`` for "lower" metrics (latency or memory: memory *saved* is the instance
    memory minus the memory used; the caller passes the offset, e.g. the instance memory
    or the largest value observed).
-3. The complete models are sorted by the converted main metric and *pooled*: models
-   whose converted main values differ by less than ``epsilon`` (or not at all) are one
-   *level* (a chain: each value within ``epsilon`` of the next). A level stands for its
-   models by the mean of each of their values (``pooled_levels``); a level of one model
-   is that model. So tied models are one point of the curve, whatever their ids or names,
-   and two levels are always at least ``epsilon`` apart on the main metric.
-4. ``AMRS_i = mean over consecutive levels (a, b) of |x_i(b) - x_i(a)| / |perf(b) - perf(a)|``
-   (levels of the models that have metric ``i``). ``epsilon`` defaults to 1e-4, absolute
-   as the paper states it (Dynabench's own code scales it by the largest perf value); the
+3. The complete models are sorted by the converted main metric and grouped into
+   *levels* (``tie_levels``): models whose converted main values differ by less than
+   ``epsilon`` (or not at all) are one level (a chain: each value within ``epsilon`` of
+   the next). Two levels are always at least ``epsilon`` apart on the main metric.
+4. ``AMRS_i = mean over consecutive levels (a, b) of rate_i(a, b)``, where ``rate_i(a, b)``
+   is the mean of ``|x_i(n) - x_i(m)| / |perf(n) - perf(m)|`` over every cross pair of a
+   model ``m`` of ``a`` and a model ``n`` of ``b`` (``level_pair_rate``; two models of one
+   level form no ratio), over the models that have metric ``i``. It is the paper's AMRS
+   averaged over every way of keeping one model per level, so a tied level keeps the
+   spread of its models and a model that joins it moves each rate only part of the way
+   toward the rate it would give alone. ``epsilon`` defaults to 1e-4, absolute as the
+   paper states it (Dynabench's own code scales it by the largest perf value); the
    leaderboard passes the main metric's declared resolution (``MAIN_METRIC_RESOLUTION``).
    On a board without ties (every gap at least ``epsilon``) each level is one model and
    this is the paper's formula exactly. ``AMRS_perf = 1`` by definition.
@@ -46,8 +49,9 @@ metrics it misses (never dropped). Inputs are never mutated. Bad inputs raise
 out). ``compute_dynascore_arrays`` and ``average_over_datasets_array`` are the same maths
 on numpy arrays for large leaderboards (NaN = missing value): same checks, same error
 codes and the same floats, bit for bit (every ``math.fsum`` of the reference is an
-``fsum`` or a single correctly rounded addition there). Tests compare the two on random
-tables.
+``fsum`` or a single correctly rounded addition there, and the means inside a pair of tied
+levels are the same additions in the same order, that of the values). Tests compare the
+two on random tables.
 """
 
 from __future__ import annotations
@@ -200,42 +204,68 @@ def _quantize(metric: MetricInput, value: float) -> float:
     )
 
 
-def pooled_levels(
+def tie_levels(
     ordered_values: Sequence[tuple[float, float]], *, epsilon: float = DEFAULT_EPSILON
-) -> list[tuple[float, float]]:
-    """Return the ``(perf, metric)`` levels of ``(perf, metric)`` pairs sorted by perf.
+) -> list[list[tuple[float, float]]]:
+    """Return the levels of ``(perf, metric)`` pairs sorted by perf, lowest first.
 
-    Consecutive pairs whose perf differs by less than ``epsilon`` (or not at all) form one
-    level, which stands for them by their means (``_mean``); a level of one pair is that
-    pair. The result depends on the multiset of pairs only, never on the order of ties.
+    A level is a run of consecutive pairs each less than ``epsilon`` (or nothing) above
+    the one before it: a chain, so its ends may be further apart. Any two levels are at
+    least ``epsilon`` (and more than 0) apart. The levels keep every pair as it is.
     """
-    levels: list[tuple[float, float]] = []
+    levels: list[list[tuple[float, float]]] = []
     start = 0
     for end in range(1, len(ordered_values) + 1):
         if end < len(ordered_values):
             step = ordered_values[end][0] - ordered_values[end - 1][0]
             if step < epsilon or step == 0:
                 continue
-        members = ordered_values[start:end]
-        levels.append((_mean([p for p, _ in members]), _mean([m for _, m in members])))
+        levels.append(list(ordered_values[start:end]))
         start = end
     return levels
 
 
-def _mean(values: Sequence[float]) -> float:
-    """The mean of ``values``; equal values (one, or a tie) are their value itself.
+def level_pair_rate(
+    lower: Sequence[tuple[float, float]], upper: Sequence[tuple[float, float]]
+) -> float:
+    """Return the mean of ``|delta metric| / |delta perf|`` over the cross pairs of two levels.
 
-    ``fsum`` is exactly rounded, so the mean does not depend on the order of ``values``;
-    when the sum overflows, each part is divided first.
+    Every pair of one model of ``lower`` and one of ``upper`` forms a ratio (pairs inside a
+    level form none); the mean is taken as the mean over ``lower``'s models of their mean
+    rate to ``upper``'s, each with ``_mean``, so a level made of copies of one model gives
+    that model's rate to the last bit. Between two single models it is the paper's ratio.
+    The levels come as ``tie_levels`` gives them, in ``(perf, metric)`` order: an order of
+    the values alone, so the sums (and their last bit) never depend on ids or names.
+    """
+    return _mean(
+        [
+            _mean([abs(metric_b - metric_a) / abs(perf_b - perf_a) for perf_b, metric_b in upper])
+            for perf_a, metric_a in lower
+        ]
+    )
+
+
+def _mean(values: list[float]) -> float:
+    """The mean of ``values`` (at least 0 each); equal values (one, or a tie) are themselves.
+
+    The values are added one after the other in the order given (the array path makes the
+    same additions); when the sum overflows, each value is divided first.
     """
     first = values[0]
-    if all(value == first for value in values):
-        return first
     count = len(values)
-    try:
-        return math.fsum(values) / count
-    except OverflowError:
-        return math.fsum(value / count for value in values)
+    if values.count(first) == count:
+        return first
+    total = _sequential_sum(values)
+    if math.isinf(total):
+        return _sequential_sum([value / count for value in values])
+    return total / count
+
+
+def _sequential_sum(values: list[float]) -> float:
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def average_metric_ratio_scaling(
@@ -243,15 +273,15 @@ def average_metric_ratio_scaling(
 ) -> float:
     """Return the AMRS of a metric from ``(perf, metric)`` pairs sorted by perf.
 
-    The mean over consecutive levels (``pooled_levels``: pairs within ``epsilon`` of each
-    other on perf pooled) of ``|delta metric| / |delta perf|``; 0.0 with fewer than two.
+    The mean over consecutive levels (``tie_levels``: pairs within ``epsilon`` of each
+    other on perf are one level) of their cross-pair rate (``level_pair_rate``); 0.0 with
+    fewer than two levels. Without ties it is the paper's mean over neighbouring pairs.
     """
-    levels = pooled_levels(ordered_values, epsilon=epsilon)
-    ratios = [
-        abs(metric_b - metric_a) / abs(perf_b - perf_a)
-        for (perf_a, metric_a), (perf_b, metric_b) in zip(levels, levels[1:], strict=False)
+    levels = tie_levels(ordered_values, epsilon=epsilon)
+    rates = [
+        level_pair_rate(lower, upper) for lower, upper in zip(levels, levels[1:], strict=False)
     ]
-    return math.fsum(ratios) / len(ratios) if ratios else 0.0
+    return math.fsum(rates) / len(rates) if rates else 0.0
 
 
 def _checked_epsilon(epsilon: object) -> float:
@@ -289,7 +319,8 @@ def compute_dynascores(
         if name == main_metric:
             amrs[name] = 1.0
             continue
-        # Sorted by value alone: tied models are pooled, so their order cannot matter.
+        # Sorted by value alone: a level's rates are exactly rounded means, so the order
+        # of tied models cannot matter.
         pairs = sorted((row[main_metric], row[name]) for row in converted.values() if name in row)
         amrs[name] = average_metric_ratio_scaling(pairs, epsilon=epsilon)
     complete_scores = [
@@ -443,7 +474,8 @@ def average_over_datasets(
 # missing value (None above). Element-wise operations are done in the same order as above,
 # so they round alike; every sum that the reference takes with ``math.fsum`` is taken with
 # ``math.fsum`` here too (or, for one or two terms, with one IEEE addition, which rounds the
-# exact sum just as ``fsum`` does), so both paths give the same floats, bit for bit.
+# exact sum just as ``fsum`` does), and the reference's sequential sums (``_mean``) are made
+# one addition at a time in the same order, so both paths give the same floats, bit for bit.
 
 
 def weighted_row_means(values: np.ndarray, weights: Sequence[float]) -> np.ndarray:
@@ -588,7 +620,8 @@ def compute_dynascore_arrays(
 
     NaN means "no value" (None in the reference); an infinite value raises ``BAD_VALUE``
     as in the reference. Model names must be distinct. Same checks, errors and numbers as the
-    reference, in O(models x metrics) numpy work plus one ``fsum`` per model.
+    reference, in O(models x metrics) numpy work plus one ``fsum`` per model, and one ratio
+    per cross pair of two consecutive tied levels (docs/leaderboard.md).
     """
     by_name = _checked_metrics(metrics, main_metric)
     epsilon = _checked_epsilon(epsilon)
@@ -680,7 +713,7 @@ def _amrs_of_columns(
     epsilon: float,
 ) -> dict[str, float]:
     """Return the AMRS of every metric over the complete models (1.0 for the main one)."""
-    # Complete models by the converted main metric; ties are pooled into levels.
+    # Complete models by the converted main metric; ties form levels (``tie_levels``).
     ordered = complete[np.lexsort((name_rank[complete], converted[complete, main]))]
     perf = converted[ordered, main]
     amrs: dict[str, float] = {}
@@ -731,8 +764,8 @@ def _shared_ranks(ranked: np.ndarray, dynascores: np.ndarray) -> np.ndarray:
 def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> float:
     """``average_metric_ratio_scaling`` of ``values`` sorted by ``perf`` (arrays), same floats.
 
-    Levels of one model (the usual case) are taken as they are; only pooled levels of
-    several models are averaged in Python, with the reference's ``_mean``.
+    Pairs of single-model levels (the usual case) are one vectorised ratio each; the pairs
+    with a tied level take their cross ratios together (``_tied_pair_rates``).
     """
     if perf.size < 2:
         return 0.0
@@ -740,16 +773,81 @@ def _amrs_of_sorted(perf: np.ndarray, values: np.ndarray, epsilon: float) -> flo
     starts = np.flatnonzero(np.concatenate(([True], (steps >= epsilon) & (steps != 0))))
     if starts.size < 2:
         return 0.0
-    level_perf = perf[starts].copy()
-    level_values = values[starts].copy()
-    sizes = np.diff(np.append(starts, perf.size))
-    for level in np.flatnonzero(sizes > 1).tolist():
-        members = slice(int(starts[level]), int(starts[level] + sizes[level]))
-        # The members sorted by value, as the reference sorts its pairs (``_mean`` is
-        # exactly rounded, so the order only matters for the sign of zero).
-        level_perf[level] = _mean(sorted(perf[members].tolist()))
-        level_values[level] = _mean(sorted(values[members].tolist()))
-    ratios = (
-        np.abs(level_values[1:] - level_values[:-1]) / np.abs(level_perf[1:] - level_perf[:-1])
-    ).tolist()
-    return math.fsum(ratios) / len(ratios)
+    ends = np.append(starts[1:], perf.size)
+    rates = np.abs(values[starts[1:]] - values[starts[:-1]]) / np.abs(
+        perf[starts[1:]] - perf[starts[:-1]]
+    )
+    single = ends - starts == 1
+    tied = np.flatnonzero(~(single[1:] & single[:-1]))
+    if tied.size:
+        # In (perf, value) order, as the reference sorts its pairs: the same additions.
+        order = np.lexsort((values, perf))
+        rates[tied] = _tied_pair_rates(perf[order], values[order], starts, ends, tied)
+    return math.fsum(rates.tolist()) / rates.size
+
+
+# Cross ratios held at once by ``_tied_pair_rates`` (8 bytes each: its arrays stay at 1 MB).
+CROSS_RATIO_BLOCK = 1 << 17
+
+
+def _tied_pair_rates(
+    perf: np.ndarray, values: np.ndarray, starts: np.ndarray, ends: np.ndarray, pairs: np.ndarray
+) -> np.ndarray:
+    """Return ``level_pair_rate`` of the level pairs ``pairs`` (lower level's index), same floats.
+
+    One column per model of a lower level, holding its ratios to the upper level's models
+    in order, padded at the end with zeros (the ratios are at least 0, and adding 0.0 last
+    changes no sum): column means as ``_mean`` takes them, then each pair's mean of its
+    columns. Columns, so that the sums run along the first axis, vectorised across models.
+    """
+    lower_sizes = ends[pairs] - starts[pairs]
+    upper_sizes = ends[pairs + 1] - starts[pairs + 1]
+    # Each pair's upper level as a column; padding cells sit at infinity, so their ratio
+    # |0 - x| / |inf - perf| is exactly 0.0.
+    upper_valid = np.arange(int(upper_sizes.max()))[:, None] < upper_sizes
+    members = _ranges(starts[pairs + 1], upper_sizes)
+    upper_values = np.zeros(upper_valid.shape)
+    upper_values.T[upper_valid.T] = values[members]
+    upper_perf = np.full(upper_valid.shape, np.inf)
+    upper_perf.T[upper_valid.T] = perf[members]
+    # Column c: the model ``lowers[c]`` against the upper level of pair ``owner[c]``.
+    owner = np.repeat(np.arange(pairs.size), lower_sizes)
+    lowers = _ranges(starts[pairs], lower_sizes)
+    model_means = np.empty(owner.size)
+    block = max(1, CROSS_RATIO_BLOCK // upper_valid.shape[0])
+    for first in range(0, owner.size, block):
+        columns = slice(first, first + block)
+        lower = lowers[columns]
+        # ``take`` keeps the rows contiguous (``[:, index]`` would not), for the sums below.
+        ratios = np.abs(np.take(upper_values, owner[columns], axis=1) - values[lower]) / np.abs(
+            np.take(upper_perf, owner[columns], axis=1) - perf[lower]
+        )
+        model_means[columns] = _padded_means(ratios, upper_sizes[owner[columns]])
+    means = np.zeros((int(lower_sizes.max()), pairs.size))
+    means.T[np.arange(means.shape[0]) < lower_sizes[:, None]] = model_means
+    return _padded_means(means, lower_sizes)
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Return the positions ``start, start + 1, ...`` of each run, runs one after the other."""
+    offsets = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+    return np.arange(int(sizes.sum())) + offsets
+
+
+def _padded_means(matrix: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Return ``_mean`` of the first ``counts`` entries of each column (at least 0; then 0.0)."""
+    lows = matrix.min(axis=0)
+    padded = np.flatnonzero(counts < matrix.shape[0])
+    if padded.size:
+        valid = np.arange(matrix.shape[0])[:, None] < counts[padded]
+        lows[padded] = np.where(valid, matrix[:, padded], np.inf).min(axis=0)
+    same = lows == matrix.max(axis=0)
+    # Top to bottom, one addition per row, as ``_sequential_sum`` adds (numpy's ``sum`` and
+    # ``cumsum`` along this axis promise no order, or cost more).
+    sums = matrix[0].copy()
+    for row in matrix[1:]:
+        sums += row
+    means = np.where(same, lows, sums / counts)
+    for column in np.flatnonzero(np.isinf(sums) & ~same).tolist():
+        means[column] = _mean(matrix[: counts[column], column].tolist())
+    return means

@@ -27,7 +27,7 @@ How the Dynascore is fed (``leaderboards.dynascore`` does the maths, Dynaboard s
   incomplete. A model missing a metric that some other model has is *incomplete*: it is
   listed below the ranked models with the metrics it misses, never dropped.
 * Models whose main metrics differ by less than ``MAIN_METRIC_RESOLUTION`` (0.1 point)
-  are pooled into one level of the AMRS (the Dynascore's ``epsilon``), whatever their ids.
+  are one level of the AMRS (the Dynascore's ``epsilon``), whatever their ids.
 * Each metric is compared at the resolution the metric registry declares for it
   (``tasks.metrics.jobs``: throughput 10 %, latency 5 ms, memory 0.1 GB; perf and delta
   metrics exactly): ``MetricInput.resolution``. The latency offset is the largest value

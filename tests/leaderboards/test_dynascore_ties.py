@@ -1,8 +1,9 @@
 """The Dynascore is a function of the models, not of their ids or names (issue 30, point 8).
 
-Tied models are one level of the AMRS (``leaderboards.dynascore.pooled_levels``): their
-order, ids and names cannot move any score, and a model within ``epsilon`` of another
-moves the rates of exchange by at most the bound documented in docs/leaderboard.md.
+Tied models are one level of the AMRS (``leaderboards.dynascore.tie_levels``), and two
+consecutive levels exchange at the mean rate of their cross pairs: the order, ids and names
+of tied models cannot move any score, and a model within ``epsilon`` of another moves each
+rate only toward the rate it would give alone (docs/leaderboard.md).
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from leaderboards import dynascore
 from leaderboards.dynascore import (
     MetricInput,
     compute_dynascore_arrays,
     compute_dynascores,
-    pooled_levels,
+    level_pair_rate,
+    tie_levels,
 )
 from leaderboards.intervals import dynascore_resamples
 from leaderboards.tables.build import (
@@ -44,27 +47,33 @@ def test_swapping_the_names_of_two_tied_models_swaps_nothing_but_the_names():
     first = compute_dynascores(ISSUE_BOARD, ACC_ROB, main_metric="acc")
     swapped = {**ISSUE_BOARD, "M": ISSUE_BOARD["O"], "O": ISSUE_BOARD["M"]}
     second = compute_dynascores(swapped, ACC_ROB, main_metric="acc")
-    # The tied pair is one level (37.5, rob 92.5): (2.5 / 10 + 5 / 2.5) / 2 = 1.125.
-    assert first.amrs["rob"] == second.amrs["rob"] == 1.125
-    assert first.dynascores["M"] == second.dynascores["O"] == 0.8 * 37.5 + 0.2 * 100 / 1.125
+    # The tied pair is one level: W to it (5 / 10 + 10 / 10) / 2 = 0.75, it to S
+    # (12.5 / 2.5 + 2.5 / 2.5) / 2 = 3, so AMRS rob = (0.75 + 3) / 2 = 1.875.
+    assert first.amrs["rob"] == second.amrs["rob"] == 1.875
+    assert first.dynascores["M"] == second.dynascores["O"] == 0.8 * 37.5 + 0.2 * 100 / 1.875
     assert first.dynascores["O"] == second.dynascores["M"]
     assert first.dynascores["W"] == second.dynascores["W"]
     assert first.dynascores["S"] == second.dynascores["S"]
-    # The model with robustness 100 wins whatever it is called.
-    assert first.ranking[0].model == "M" and second.ranking[0].model == "O"
+    # The tied model with robustness 100 is ahead of the other whatever it is called.
+    assert [score.model for score in first.ranking] == ["S", "M", "O", "W"]
+    assert [score.model for score in second.ranking] == ["S", "O", "M", "W"]
 
 
-def test_a_level_is_its_models_means_and_a_lone_model_is_itself():
+def test_a_level_keeps_its_models_and_two_levels_exchange_at_their_cross_pairs_mean():
     pairs = [(1.0, 10.0), (2.0, 4.0), (2.0, 8.0), (2.05, 0.0), (5.0, 3.0)]
-    assert pooled_levels(pairs, epsilon=0.1) == [
-        (1.0, 10.0),
-        (pytest.approx(6.05 / 3), 4.0),
-        (5.0, 3.0),
-    ]
+    assert tie_levels(pairs, epsilon=0.1) == [[pairs[0]], pairs[1:4], [pairs[4]]]
     # Within epsilon is a chain: 2.0 -> 2.05 -> 2.12 is one level, though 2.0 and 2.12 are not.
     chained = [(2.0, 0.0), (2.05, 3.0), (2.12, 6.0)]
-    assert len(pooled_levels(chained, epsilon=0.1)) == 1
-    assert pooled_levels([(3.0, 1.0), (3.0, 1.0), (3.0, 1.0)], epsilon=0) == [(3.0, 1.0)]
+    assert len(tie_levels(chained, epsilon=0.1)) == 1
+    assert tie_levels([(3.0, 1.0), (3.0, 1.0), (3.0, 1.0)], epsilon=0) == [[(3.0, 1.0)] * 3]
+    # Every cross pair forms a ratio; the pairs inside a level form none.
+    assert level_pair_rate([(1.0, 10.0)], pairs[1:4]) == pytest.approx((6 + 2 + 10 / 1.05) / 3)
+    assert level_pair_rate(pairs[1:4], [(5.0, 3.0)]) == pytest.approx(
+        (1 / 3 + 5 / 3 + 3 / 2.95) / 3
+    )
+    # Between two single models it is the paper's ratio; a level of copies is its model.
+    assert level_pair_rate([(1.0, 10.0)], [(5.0, 3.0)]) == 7 / 4
+    assert level_pair_rate([(1.0, 10.0)] * 3, [(5.0, 3.0)] * 2) == 7 / 4
 
 
 def test_with_epsilon_zero_tied_models_are_pooled_instead_of_dividing_by_zero():
@@ -82,15 +91,15 @@ def test_with_epsilon_zero_tied_models_are_pooled_instead_of_dividing_by_zero():
     assert fast.as_result() == result
 
 
-def test_a_near_duplicate_on_the_leaderboard_is_pooled_at_the_main_metrics_resolution():
+def test_a_near_duplicate_on_the_leaderboard_joins_its_level_at_the_main_metrics_resolution():
     # A 70/90 and B 80/80; C is B again, 0.01 point higher. At the leaderboard's
-    # resolution C joins B's level, and A and B keep their scores but for C's 0.005 point.
+    # resolution C joins B's level, and A and B keep their scores but for C's 0.01 point.
     two = {"A": {"acc": 70.0, "rob": 90.0}, "B": {"acc": 80.0, "rob": 80.0}}
     three = {**two, "C": {"acc": 80.01, "rob": 80.0}}
     before = compute_dynascores(two, ACC_ROB, main_metric="acc", epsilon=MAIN_METRIC_RESOLUTION)
     after = compute_dynascores(three, ACC_ROB, main_metric="acc", epsilon=MAIN_METRIC_RESOLUTION)
     assert before.dynascores == {"B": 80.0, "A": 74.0}
-    assert after.amrs["rob"] == pytest.approx(10 / 10.005)
+    assert after.amrs["rob"] == pytest.approx((10 / 10 + 10 / 10.01) / 2)
     assert after.dynascores["A"] == pytest.approx(74.0, abs=0.01)
     assert after.dynascores["B"] == pytest.approx(80.0, abs=0.01)
 
@@ -198,101 +207,6 @@ def test_the_per_resample_dynascores_do_not_depend_on_the_order_of_tied_models(v
     np.testing.assert_array_equal(at_point, np.repeat(point.dynascores[:, None], 3, axis=1))
 
 
-def amrs_bound(board, newcomer, epsilon):
-    """The documented bound on how far each rate can move when ``newcomer`` joins a level.
-
-    For the level L of k models that the newcomer joins (within epsilon of one of them,
-    not of another level), with a = |x_new - mean_L x| / (k + 1) and
-    b = |perf_new - mean_L perf| / (k + 1), each of L's (at most two) level pairs of rate
-    r moves by at most (a + r * b) / epsilon, and the AMRS, their mean over the P pairs,
-    by the sum of those over P.
-    """
-    bounds = {}
-    for name in ("rob", "latency"):
-        metric = next(item for item in METRICS if item.name == name)
-        pairs = sorted((row["acc"], _converted(metric, row[name])) for row in board.values())
-        levels = pooled_levels(pairs, epsilon=epsilon)
-        position = next(
-            index
-            for index, (perf, _) in enumerate(levels)
-            if _level_members(pairs, levels, index, newcomer["acc"], epsilon)
-        )
-        members = _level_members(pairs, levels, position, newcomer["acc"], epsilon)
-        size = len(members)
-        a = abs(_converted(metric, newcomer[name]) - levels[position][1]) / (size + 1)
-        b = abs(newcomer["acc"] - levels[position][0]) / (size + 1)
-        total = 0.0
-        for other in (position - 1, position + 1):
-            if 0 <= other < len(levels):
-                (p1, x1), (p2, x2) = levels[position], levels[other]
-                total += (a + abs(x2 - x1) / abs(p2 - p1) * b) / epsilon
-        bounds[name] = total / max(len(levels) - 1, 1)
-    return bounds
-
-
-def _converted(metric, value):
-    if metric.resolution:
-        value = round(value / metric.resolution) * metric.resolution
-    return value if metric.direction == "higher" else metric.offset - value
-
-
-def _level_members(pairs, levels, index, perf, epsilon):
-    """The pairs of level ``index`` when ``perf`` is within epsilon of one of them."""
-    groups, current = [], [pairs[0]]
-    for previous, pair in zip(pairs, pairs[1:], strict=False):
-        step = pair[0] - previous[0]
-        if step < epsilon or step == 0:
-            current.append(pair)
-        else:
-            groups.append(current)
-            current = [pair]
-    groups.append(current)
-    assert len(groups) == len(levels)
-    members = groups[index]
-    return members if any(abs(perf - p) < epsilon for p, _ in members) else []
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.tuples(
-            st.floats(min_value=0, max_value=100, allow_nan=False, allow_subnormal=False),
-            other_values,
-            other_values,
-        ),
-        min_size=2,
-        max_size=8,
-    ),
-    st.integers(min_value=0, max_value=7),
-    st.floats(min_value=-0.0999, max_value=0.0999),
-    st.one_of(st.none(), st.tuples(other_values, other_values)),
-)
-def test_a_model_within_resolution_of_another_moves_the_rates_within_the_bound(
-    values, target, offset, others
-):
-    epsilon = MAIN_METRIC_RESOLUTION
-    board = {f"m{i}": {"acc": a, "rob": r, "latency": lat} for i, (a, r, lat) in enumerate(values)}
-    host = board[f"m{target % len(values)}"]
-    # A near-duplicate of ``host`` (its other values, or new ones), within epsilon of it.
-    rob, latency = (host["rob"], host["latency"]) if others is None else others
-    newcomer = {"acc": host["acc"] + offset, "rob": rob, "latency": latency}
-    # It joins the host's level without bridging to another one.
-    assume(
-        all(
-            abs(row["acc"] - newcomer["acc"]) >= epsilon or _same_level(board, row, host, epsilon)
-            for row in board.values()
-        )
-    )
-    metrics = METRICS[:3]
-    before = compute_dynascores(board, metrics, main_metric="acc", epsilon=epsilon)
-    after = compute_dynascores(
-        {**board, "new": newcomer}, metrics, main_metric="acc", epsilon=epsilon
-    )
-    bounds = amrs_bound(board, newcomer, epsilon)
-    for name, bound in bounds.items():
-        assert abs(after.amrs[name] - before.amrs[name]) <= bound * (1 + 1e-9) + 1e-9
-
-
 @settings(max_examples=200, deadline=None)
 @given(rows, st.integers(min_value=0, max_value=8), st.sampled_from(EPSILONS))
 def test_an_exact_copy_of_a_model_changes_no_other_models_score(values, target, epsilon):
@@ -305,7 +219,7 @@ def test_an_exact_copy_of_a_model_changes_no_other_models_score(values, target, 
     )
     level = [row for row in board.values() if abs(row["acc"] - copied["acc"]) < max(epsilon, 1)]
     if all(row == copied for row in level):
-        # Its level's means are unchanged, so every rate and every other score is.
+        # Its level's cross rates are unchanged, so every rate and every other score is.
         assert after.amrs == before.amrs
         for model, score in before.dynascores.items():
             assert after.dynascores[model] == score
@@ -358,4 +272,132 @@ def test_the_leaderboard_gives_tied_models_their_values_scores_whatever_their_id
     first = scores(["W", "M", "O", "S"])
     second = scores(["W", "O", "M", "S"])  # the tied pair's ids swapped
     assert first == second
-    assert first["M"] == pytest.approx(0.8 * 37.5 + 0.2 * 100 / 1.125)
+    assert first["M"] == pytest.approx(0.8 * 37.5 + 0.2 * 100 / 1.875)
+
+
+# -- a tied level keeps its spread (issue 30, point 8) ---------------------------------------
+
+ISSUE_NEAR = {"A": {"acc": 70.0, "rob": 90.0}, "B": {"acc": 80.0, "rob": 80.0}}
+
+
+def test_a_model_within_resolution_of_another_keeps_the_order_of_the_others():
+    epsilon = MAIN_METRIC_RESOLUTION
+    before = compute_dynascores(ISSUE_NEAR, ACC_ROB, main_metric="acc", epsilon=epsilon)
+    board = {**ISSUE_NEAR, "C": {"acc": 80.01, "rob": 95.0}}
+    after = compute_dynascores(board, ACC_ROB, main_metric="acc", epsilon=epsilon)
+    assert before.dynascores == {"B": 80.0, "A": 74.0}
+    # B and C are one level; A's rate to it is the mean of its rates to B and to C.
+    assert after.amrs["rob"] == pytest.approx((10 / 10 + 5 / 10.01) / 2)
+    assert after.dynascores["B"] == pytest.approx(85.34, abs=0.01)
+    assert after.dynascores["A"] == pytest.approx(80.01, abs=0.01)
+    assert after.dynascores["C"] == pytest.approx(89.35, abs=0.01)
+    assert [score.model for score in after.ranking] == ["C", "B", "A"]
+
+
+@pytest.mark.parametrize(("board", "copied"), [(ISSUE_NEAR, "A"), (ISSUE_NEAR, "B")])
+def test_an_exact_copy_in_the_issues_case_changes_nothing(board, copied):
+    before = compute_dynascores(board, ACC_ROB, main_metric="acc", epsilon=MAIN_METRIC_RESOLUTION)
+    after = compute_dynascores(
+        {**board, "copy": dict(board[copied])},
+        ACC_ROB,
+        main_metric="acc",
+        epsilon=MAIN_METRIC_RESOLUTION,
+    )
+    assert after.amrs == before.amrs
+    assert {model: after.dynascores[model] for model in board} == before.dynascores
+    assert after.dynascores["copy"] == before.dynascores[copied]
+
+
+def _level_of(board, host, epsilon):
+    """The names of the models on ``host``'s level (a chain of steps below ``epsilon``)."""
+    return [name for name, row in board.items() if _same_level(board, row, board[host], epsilon)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([10.0, 20.0, 30.0, 30.05, 40.0, 50.0, 50.0, 60.0]),
+            other_values,
+            other_values,
+        ),
+        min_size=2,
+        max_size=8,
+    ),
+    st.integers(min_value=0, max_value=7),
+    st.floats(min_value=-0.0999, max_value=0.0999),
+    other_values,
+    other_values,
+)
+def test_a_model_joining_a_tie_moves_each_rate_only_toward_the_rate_it_gives_alone(
+    values, target, offset, rob, latency
+):
+    """Joining a level of k models moves AMRS 1 / (k + 1) of the way to its own rate.
+
+    The rate with the newcomer alone in the level's place bounds the move: the AMRS lies
+    between the board's and that one (exactly at k / (k + 1) and 1 / (k + 1)), and so does
+    every metric's part of every other model's score. Averaging the level's values first
+    (pooling) fails this: A 70/90, B 80/80 and C 80.01/95 gave a rate of 0.25, below both 1
+    (without C) and 0.4995 (C in B's place).
+    """
+    epsilon = MAIN_METRIC_RESOLUTION
+    board = {f"m{i}": {"acc": a, "rob": r, "latency": lat} for i, (a, r, lat) in enumerate(values)}
+    host = f"m{target % len(values)}"
+    newcomer = {"acc": board[host]["acc"] + offset, "rob": rob, "latency": latency}
+    level = _level_of(board, host, epsilon)
+    # It joins the host's level without bridging to another one.
+    assume(
+        all(
+            abs(row["acc"] - newcomer["acc"]) >= epsilon or name in level
+            for name, row in board.items()
+        )
+    )
+    metrics = METRICS[:3]
+    kwargs = {"main_metric": "acc", "epsilon": epsilon}
+    before = compute_dynascores(board, metrics, **kwargs)
+    after = compute_dynascores({**board, "new": newcomer}, metrics, **kwargs)
+    alone_board = {name: row for name, row in board.items() if name not in level}
+    alone = compute_dynascores({**alone_board, "new": newcomer}, metrics, **kwargs)
+    size = len(level)
+    for name in ("rob", "latency"):
+        low, high = sorted((before.amrs[name], alone.amrs[name]))
+        expected = (size * before.amrs[name] + alone.amrs[name]) / (size + 1)
+        assert after.amrs[name] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        assert low * (1 - 1e-9) <= after.amrs[name] <= high * (1 + 1e-9)
+    for model in alone_board:
+        parts = next(score for score in after.ranking if score.model == model).contributions
+        parts_before = next(s for s in before.ranking if s.model == model).contributions
+        parts_alone = next(s for s in alone.ranking if s.model == model).contributions
+        for name, part in parts.items():
+            if not (before.amrs[name] and alone.amrs[name]):
+                continue  # a rate of 0 counts nothing: no part to compare with
+            ends = [parts_before.get(name, 0.0), parts_alone.get(name, 0.0)]
+            assert min(ends) - 1e-9 * abs(part) - 1e-12 <= part
+            assert part <= max(ends) + 1e-9 * abs(part) + 1e-12
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=5), other_values, other_values),
+        min_size=2,
+        max_size=40,
+    ),
+    st.sampled_from([1, 3, 1 << 17]),
+)
+def test_the_array_path_gives_the_references_rates_on_levels_of_every_size(values, block):
+    # Main values on a 0.5-point grid, some nudged within epsilon: levels of 1 to 40 models.
+    board = {
+        f"m{i}": {"acc": 40 + 0.5 * step + (0.05 if i % 3 == 0 else 0.0), "rob": r, "latency": lat}
+        for i, (step, r, lat) in enumerate(values)
+    }
+    metrics = METRICS[:3]
+    kwargs = {"main_metric": "acc", "epsilon": MAIN_METRIC_RESOLUTION}
+    reference = compute_dynascores(board, metrics, **kwargs)
+    table = np.array([[row["acc"], row["rob"], row["latency"]] for row in board.values()])
+    with pytest.MonkeyPatch.context() as patch:
+        # Small blocks of cross ratios take the same path as a large board's.
+        patch.setattr(dynascore, "CROSS_RATIO_BLOCK", block)
+        fast = compute_dynascore_arrays(list(board), table, metrics, **kwargs)
+    assert dict(fast.amrs) == dict(reference.amrs)
+    assert fast.as_result() == reference

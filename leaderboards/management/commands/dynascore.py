@@ -4,8 +4,9 @@ Input: ``{"metrics": [{"name", "direction", "offset", "weight"}], "models": {"na
 {"metric": value}}}``; the first metric is the main one unless one says ``"main": true``.
 A metric may add ``"resolution"`` (and ``"relative_resolution": true``) to be compared at
 that resolution; without it values are exact, as the reference vectors are. An optional
-top-level ``"epsilon"`` (default 1e-4) is how close two main values must be to be pooled
-into one level of the AMRS (the leaderboard uses 0.1 point; see docs/leaderboard.md).
+top-level ``"epsilon"`` (default 1e-4) is how close two main values must be to be one
+level of the AMRS, whose pairs form no ratio (the leaderboard uses 0.1 point; see
+docs/leaderboard.md).
 Output: ``{"name": dynascore}`` as JSON, ranked; an incomplete model maps to null.
 """
 

@@ -33,23 +33,44 @@ def test_swapping_the_names_of_tied_models_only_swaps_their_names(tmp_path):
     swapped = run(tmp_path, {**ISSUE, "models": {**models, "M": models["O"], "O": models["M"]}})
     assert first["M"] == swapped["O"] and first["O"] == swapped["M"]
     assert first["W"] == swapped["W"] and first["S"] == swapped["S"]
-    # The tied pair is one level (37.5, 92.5): AMRS rob = (2.5 / 10 + 5 / 2.5) / 2 = 1.125.
-    assert first["M"] == pytest.approx(0.8 * 37.5 + 0.2 * 100 / 1.125)
-    assert list(first)[0] == "M" and list(swapped)[0] == "O"
+    # The tied pair is one level: AMRS rob = ((5 + 10) / 2 / 10 + (12.5 + 2.5) / 2 / 2.5) / 2.
+    assert first["M"] == pytest.approx(0.8 * 37.5 + 0.2 * 100 / 1.875)
+    assert list(first) == ["S", "M", "O", "W"] and list(swapped) == ["S", "O", "M", "W"]
 
 
-def test_epsilon_pools_a_near_duplicate(tmp_path):
+def test_epsilon_puts_a_near_duplicate_on_its_models_level(tmp_path):
     document = {
         "metrics": [{"name": "acc", "weight": 4}, {"name": "rob", "weight": 1}],
         "models": {"A": {"acc": 70, "rob": 90}, "B": {"acc": 80, "rob": 80}},
     }
     assert run(tmp_path, document) == {"B": 80.0, "A": 74.0}
     document["models"]["C"] = {"acc": 80.01, "rob": 80}
-    # Without pooling, the B-C pair (0 rob over 0.01 acc) halves the AMRS: A jumps to 92.
+    # At the default epsilon (1e-4) B and C are two levels: the B-C pair (0 rob over
+    # 0.01 acc) halves the AMRS, and A jumps to 92.
     assert run(tmp_path, document)["A"] == pytest.approx(92.0)
-    pooled = run(tmp_path, {**document, "epsilon": 0.1})
-    assert pooled["A"] == pytest.approx(74.0, abs=0.01)
-    assert pooled["B"] == pytest.approx(80.0, abs=0.01)
+    tied = run(tmp_path, {**document, "epsilon": 0.1})
+    assert tied["A"] == pytest.approx(74.0, abs=0.01)
+    assert tied["B"] == pytest.approx(80.0, abs=0.01)
+
+
+def test_a_different_model_within_epsilon_keeps_the_order_of_the_others(tmp_path):
+    document = {
+        "metrics": [{"name": "acc", "weight": 4}, {"name": "rob", "weight": 1}],
+        "models": {
+            "A": {"acc": 70, "rob": 90},
+            "B": {"acc": 80, "rob": 80},
+            "C": {"acc": 80.01, "rob": 95},
+        },
+        "epsilon": 0.1,
+    }
+    # AMRS rob = (10 / 10 + 5 / 10.01) / 2: B stays ahead of A (pooled means swapped them).
+    scores = run(tmp_path, document)
+    assert list(scores) == ["C", "B", "A"]
+    assert scores == {
+        "C": pytest.approx(89.35, abs=0.01),
+        "B": pytest.approx(85.34, abs=0.01),
+        "A": pytest.approx(80.01, abs=0.01),
+    }
 
 
 def test_a_bad_epsilon_is_a_command_error(tmp_path):
