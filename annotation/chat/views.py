@@ -271,6 +271,29 @@ def reply_events(reply: ChatReply, attempt: int, seconds: float):
     yield sse(streams.ERROR, {"status": "lost", "error_message": message})
 
 
+def turn_events(turn_data: dict, replies: list[ChatReply], seconds: float):
+    """The events of a turn just sent: ``turn`` (the turn as the API shows it), then every
+    reply's events as they come, each JSON with its ``reply`` id (``text`` pieces, then
+    ``done``, ``error`` or ``cancelled``), until every reply has ended."""
+    release_connection()  # a stream holds a thread, never a database connection
+    yield sse("turn", turn_data)
+    keys = {streams.reply_key(reply.pk, reply.attempt): reply.pk for reply in replies}
+    waiting = set(keys)
+    for key, kind, data in streams.follow_many(list(keys), seconds, poll_ms=2000):
+        if kind is None:
+            yield ": keep-alive\n\n"
+        elif kind in streams.TERMINAL:
+            waiting.discard(key)
+            fields = terminal_fields(data)
+            fields = fields if isinstance(fields, dict) else {"data": fields}
+            yield sse(kind, {"reply": keys[key], **fields})
+        else:
+            yield sse(kind, {"reply": keys[key], "text": data})
+    message = "The reply did not arrive in time. Retry it."
+    for key in sorted(waiting, key=keys.get):
+        yield sse(streams.ERROR, {"reply": keys[key], "status": "lost", "error_message": message})
+
+
 @require_GET
 @annotation_view
 def reply_stream(request, code: str, pk: int, reply_id: int):
