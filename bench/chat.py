@@ -22,7 +22,8 @@ with API tokens.
    its response to their end, choose, next. A turn is lost if a reply does not end ``done``.
    The added latency of a reply is the time from the send to its ``done`` event minus the
    model call's own latency (stored on the reply); its p95 is reported, with the CPU
-   seconds per turn of each group of processes (the load generator included).
+   seconds per turn of each group of this run's own processes (its children and its
+   database's backends; the load generator included).
 
 Prints one JSON line: ``ttft_direct_p50_ms``, ``ttft_platform_p50_ms``, ``ttft_added_p50_ms``,
 ``ttft_added_p95_ms``, ``n``, and under ``concurrent``: ``conversations``, ``turns``,
@@ -249,10 +250,12 @@ def converse(base: str, token: str, turns: int, results: list, lock: threading.L
             break
 
 
-def measure_concurrent(base: str, tokens: list[str], conversations: int, turns: int) -> dict:
+def measure_concurrent(
+    base: str, tokens: list[str], conversations: int, turns: int, database_name: str
+) -> dict:
     results: list = []
     lock = threading.Lock()
-    before = harness.cpu_snapshot()
+    before = harness.cpu_snapshot(database_name)
     started = time.perf_counter()
     threads = [
         threading.Thread(target=converse, args=(base, tokens[i], turns, results, lock))
@@ -263,7 +266,7 @@ def measure_concurrent(base: str, tokens: list[str], conversations: int, turns: 
     for thread in threads:
         thread.join(timeout=600)
     wall = time.perf_counter() - started
-    cpu = harness.cpu_delta(before, harness.cpu_snapshot())
+    cpu = harness.cpu_delta(before, harness.cpu_snapshot(database_name))
     done_turns = [rows for rows in results if all(kind == "done" for kind, _, _ in rows)]
     added = [total - (latency or 0) for rows in done_turns for _kind, total, latency in rows]
     model = [latency for rows in done_turns for _kind, _total, latency in rows if latency]
@@ -308,7 +311,9 @@ def main() -> int:
         base = f"http://127.0.0.1:{web_port}"
         database.settle()
         result = measure_first_token(base, tokens[0], fast, n)
-        result["concurrent"] = measure_concurrent(base, tokens, conversations, options.turns)
+        result["concurrent"] = measure_concurrent(
+            base, tokens, conversations, options.turns, database.name
+        )
         result["reference_loop_ms"] = harness.reference_loop_ms()
     finally:
         processes.stop()

@@ -35,7 +35,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
@@ -169,6 +169,7 @@ def _enqueue_pump() -> None:
 
 
 def parse_pending(item: bytes | str) -> ReplyOrder | tuple[int, int] | None:
+    """An item of ``PENDING_KEY``: an order, a retry's ``(id, attempt)``, or None (dropped)."""
     text = item.decode() if isinstance(item, bytes) else item
     if text.startswith("{"):
         return parse_order(text)
@@ -179,6 +180,7 @@ def parse_pending(item: bytes | str) -> ReplyOrder | tuple[int, int] | None:
 
 
 def parse_order(text: str) -> ReplyOrder | None:
+    """The order of a JSON item, or None (logged) when it does not hold one."""
     try:
         data = json.loads(text)
         model_id = data["model"]
@@ -460,6 +462,18 @@ def release_connection() -> None:
     one), unless it is inside a transaction (tests); Django opens a new one when needed."""
     if not connection.in_atomic_block:
         connection.close()
+
+
+def retake_connection() -> None:
+    """Open this thread's database connection again once a stream has ended, when connections
+    persist (``CONN_MAX_AGE``): the thread's next request finds one, as after any other
+    request, instead of opening it first. A stream never holds one while it waits."""
+    if connection.in_atomic_block or not connection.settings_dict.get("CONN_MAX_AGE"):
+        return
+    try:
+        connection.ensure_connection()
+    except DatabaseError:
+        logger.warning("could not open a database connection after a stream", exc_info=True)
 
 
 def _done_fields(result: chat_client.ReplyResult) -> dict:

@@ -23,7 +23,7 @@ from annotation.campaigns.services import campaign_quota_reached
 from annotation.chat import services, streams
 from annotation.chat.export import conversation_lines, preference_lines
 from annotation.chat.models import ChatReply, ConversationStatus, ReplyStatus
-from annotation.chat.pump import release_connection
+from annotation.chat.pump import release_connection, retake_connection
 from annotation.chat.selectors import (
     STALE_MARGIN_SECONDS,
     active_conversation,
@@ -265,10 +265,12 @@ def reply_events(reply: ChatReply, attempt: int, seconds: float):
             continue
         if kind in streams.TERMINAL:
             yield sse(kind, terminal_fields(data))
-            return
+            break
         yield sse(kind, data)
-    message = "The reply did not arrive in time. Retry it."
-    yield sse(streams.ERROR, {"status": "lost", "error_message": message})
+    else:
+        message = "The reply did not arrive in time. Retry it."
+        yield sse(streams.ERROR, {"status": "lost", "error_message": message})
+    retake_connection()
 
 
 def turn_events(turn_data: dict, replies: list[ChatReply], seconds: float):
@@ -292,6 +294,7 @@ def turn_events(turn_data: dict, replies: list[ChatReply], seconds: float):
     message = "The reply did not arrive in time. Retry it."
     for key in sorted(waiting, key=keys.get):
         yield sse(streams.ERROR, {"reply": keys[key], "status": "lost", "error_message": message})
+    retake_connection()
 
 
 @require_GET
