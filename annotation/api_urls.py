@@ -64,6 +64,11 @@ urlpatterns = [
     ),
     path("conversations/<int:pk>/turns/", chat_api.TurnCreateView.as_view(), name="turn-create"),
     path(
+        "conversations/<int:pk>/turns/stream/",
+        chat_api.TurnStreamView.as_view(),
+        name="turn-stream",
+    ),
+    path(
         "conversations/<int:pk>/turns/<int:turn_id>/choice/",
         chat_api.TurnChoiceView.as_view(),
         name="turn-choice",

@@ -12,17 +12,18 @@ with API tokens.
 
 1. **Added time to the first token.** Side by side, interleaved, ``--n`` times each after a
    warm-up: ``direct`` asks the model server for a streamed completion over HTTP and stops the
-   clock at the first piece of text; ``platform`` posts a message to a
-   conversation (one model), opens the reply's server-sent-event stream and stops the clock
-   at the first ``event: text``. The model streams without delay. Target: the p50 of
+   clock at the first piece of text; ``platform`` posts a message to a conversation (one
+   model) on ``turns/stream/``, which answers with the turn's server-sent events, and stops
+   the clock at the first ``event: text``. The model streams without delay. Target: the p50 of
    ``platform - direct`` at most 30 ms.
 2. **Concurrent conversations.** ``--conversations`` threads each hold a conversation of
    ``--turns`` turns with two models that stream 20 tokens a second (a second model server,
-   ``token_delay`` 0.05 s): send, read both replies' event streams to their end, choose,
-   next. A turn is lost if a reply does not end ``done``. The added latency of a reply is the
-   time from the send to its ``done`` event minus the model call's own latency (stored on the
-   reply); its p95 is reported, with the CPU seconds per turn of each group of processes
-   (the load generator included).
+   ``token_delay`` 0.05 s): send on ``turns/stream/`` and read both replies' events from
+   its response to their end, choose, next. A turn is lost if a reply does not end ``done``.
+   The added latency of a reply is the time from the send to its ``done`` event minus the
+   model call's own latency (stored on the reply); its p95 is reported, with the CPU
+   seconds per turn of each group of this run's own processes (its children and its
+   database's backends; the load generator included).
 
 Prints one JSON line: ``ttft_direct_p50_ms``, ``ttft_platform_p50_ms``, ``ttft_added_p50_ms``,
 ``ttft_added_p95_ms``, ``n``, and under ``concurrent``: ``conversations``, ``turns``,
@@ -136,13 +137,18 @@ class Chatter:
         """The reply's server-sent events as ``(kind, data)``, read as they come."""
         headers = {"Accept": "text/event-stream"}
         with self.session.get(self.base + reply["stream_url"], headers=headers, stream=True) as got:
-            kind = None
-            for line in got.iter_lines(chunk_size=1, decode_unicode=True):
-                if line.startswith("event: "):
-                    kind = line[7:]
-                elif line.startswith("data: ") and kind:
-                    yield kind, line[6:]
-                    kind = None
+            yield from _server_events(got)
+
+    def send_streamed(self, message: str):
+        """Send ``message`` and read the turn's events in the same response: ``("turn",
+        turn)``, then ``(kind, data)`` with each reply's id in ``data["reply"]``."""
+        url = f"{self.base}/api/v1/conversations/{self.conversation}/turns/stream/"
+        headers = {"Accept": "text/event-stream"}
+        with self.session.post(url, json={"message": message}, headers=headers, stream=True) as got:
+            if got.status_code != 201:
+                raise RuntimeError(got.content[:300])
+            for kind, data in _server_events(got):
+                yield kind, json.loads(data)
 
     def choose(self, turn: dict) -> None:
         url = f"{self.base}/api/v1/conversations/{self.conversation}/turns/{turn['id']}/choice/"
@@ -153,6 +159,16 @@ class Chatter:
     def reply(self, reply: dict) -> dict:
         url = f"{self.base}/api/v1/conversations/{self.conversation}/replies/{reply['id']}/"
         return _json(self.session.get(url))
+
+
+def _server_events(response):
+    kind = None
+    for line in response.iter_lines(chunk_size=1, decode_unicode=True):
+        if line.startswith("event: "):
+            kind = line[7:]
+        elif line.startswith("data: ") and kind:
+            yield kind, line[6:]
+            kind = None
 
 
 DIRECT = requests.Session()
@@ -174,10 +190,10 @@ def first_token_direct(url: str) -> float:
 
 
 def first_token_platform(chatter: Chatter, index: int) -> float:
+    """One request sends the message and streams the reply (``turns/stream/``)."""
     started = time.perf_counter()
-    turn = chatter.send(f"what is tea number {index}?")
     stamp = None
-    for kind, _data in chatter.events(turn["replies"][0]):
+    for kind, _data in chatter.send_streamed(f"what is tea number {index}?"):
         if kind == "text" and stamp is None:
             stamp = time.perf_counter()
         if kind in ("done", "error", "cancelled"):
@@ -208,28 +224,18 @@ def measure_first_token(base: str, token: str, fast: str, n: int) -> dict:
     }
 
 
-def wait_done(chatter: Chatter, reply: dict, ended: dict) -> None:
-    for kind, _data in chatter.events(reply):
-        if kind in ("done", "error", "cancelled"):
-            ended[reply["id"]] = (kind, time.perf_counter())
-            return
-
-
 def converse(base: str, token: str, turns: int, results: list, lock: threading.Lock) -> None:
-    """One conversation: each turn's replies are followed in parallel, as the page does."""
+    """One conversation: each turn is sent and its replies read in the same response."""
     chatter = Chatter(base, token, "chatmany")
     for number in range(turns):
         started = time.perf_counter()
-        turn = chatter.send(f"Why is the sky blue, asks {token[-6:]} ({number})?")
-        ended: dict = {}
-        readers = [
-            threading.Thread(target=wait_done, args=(chatter, reply, ended))
-            for reply in turn["replies"]
-        ]
-        for reader in readers:
-            reader.start()
-        for reader in readers:
-            reader.join(timeout=120)
+        turn, ended = None, {}
+        message = f"Why is the sky blue, asks {token[-6:]} ({number})?"
+        for kind, data in chatter.send_streamed(message):
+            if kind == "turn":
+                turn = data
+            elif kind in ("done", "error", "cancelled"):
+                ended[data["reply"]] = (kind, time.perf_counter())
         rows = []
         for reply in turn["replies"]:
             kind, stamp = ended.get(reply["id"], ("lost", time.perf_counter()))
@@ -244,10 +250,12 @@ def converse(base: str, token: str, turns: int, results: list, lock: threading.L
             break
 
 
-def measure_concurrent(base: str, tokens: list[str], conversations: int, turns: int) -> dict:
+def measure_concurrent(
+    base: str, tokens: list[str], conversations: int, turns: int, database_name: str
+) -> dict:
     results: list = []
     lock = threading.Lock()
-    before = harness.cpu_snapshot()
+    before = harness.cpu_snapshot(database_name)
     started = time.perf_counter()
     threads = [
         threading.Thread(target=converse, args=(base, tokens[i], turns, results, lock))
@@ -258,7 +266,7 @@ def measure_concurrent(base: str, tokens: list[str], conversations: int, turns: 
     for thread in threads:
         thread.join(timeout=600)
     wall = time.perf_counter() - started
-    cpu = harness.cpu_delta(before, harness.cpu_snapshot())
+    cpu = harness.cpu_delta(before, harness.cpu_snapshot(database_name))
     done_turns = [rows for rows in results if all(kind == "done" for kind, _, _ in rows)]
     added = [total - (latency or 0) for rows in done_turns for _kind, total, latency in rows]
     model = [latency for rows in done_turns for _kind, _total, latency in rows if latency]
@@ -303,7 +311,9 @@ def main() -> int:
         base = f"http://127.0.0.1:{web_port}"
         database.settle()
         result = measure_first_token(base, tokens[0], fast, n)
-        result["concurrent"] = measure_concurrent(base, tokens, conversations, options.turns)
+        result["concurrent"] = measure_concurrent(
+            base, tokens, conversations, options.turns, database.name
+        )
         result["reference_loop_ms"] = harness.reference_loop_ms()
     finally:
         processes.stop()

@@ -364,28 +364,46 @@ CPU_GROUPS = (
 )
 
 
-def cpu_snapshot() -> dict[str, float]:
+def cpu_snapshot(database_name: str | None = None) -> dict[str, float]:
     """CPU seconds (user + system) used so far by each group of processes on this machine.
 
     Groups by command line: gunicorn, RQ workers, the model server, PostgreSQL backends,
-    redis-server, and this process (the load generator).
+    redis-server, and this process (the load generator). With ``database_name``, only this
+    process's own children count, and only the backends connected to that database: another
+    run on the machine (the other side of a pair) is left out.
     """
     import psutil
 
+    processes = psutil.process_iter(["cmdline", "cpu_times"])
+    if database_name is not None:
+        processes = [psutil.Process(), *psutil.Process().children(recursive=True)]
+        processes += [psutil.Process(pid) for pid in _backends_of(database_name)]
     totals: dict[str, float] = {}
     me = os.getpid()
-    for process in psutil.process_iter(["cmdline", "cpu_times"]):
-        times = process.info["cpu_times"]
-        if times is None:  # gone, or not ours to read
+    for process in processes:
+        try:
+            times = process.cpu_times()
+            cmdline = " ".join(process.cmdline() or ())
+        except psutil.Error:  # gone, or not ours to read
             continue
         if process.pid == me:
             group = "load generator"
         else:
-            cmdline = " ".join(process.info["cmdline"] or ())
             group = next((name for name, needle in CPU_GROUPS if needle in cmdline), None)
         if group is not None:
             totals[group] = totals.get(group, 0.0) + times.user + times.system
     return totals
+
+
+def _backends_of(database_name: str) -> list[int]:
+    import psycopg
+
+    admin = _conninfo(BASE_DATABASE_URL.rstrip("/") + "/postgres")
+    with psycopg.connect(admin, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", [database_name]
+        ).fetchall()
+    return [row[0] for row in rows]
 
 
 def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:

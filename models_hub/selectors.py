@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 
 from django.conf import settings
@@ -31,6 +33,27 @@ def model_read_timeout_cap(model: RegisteredModel) -> float:
     if model.read_timeout_cap is not None:
         return float(model.read_timeout_cap)
     return float(settings.MODELS_HUB_READ_TIMEOUT_CAP)
+
+
+ENDPOINT_FIELDS = (
+    "endpoint_url",
+    "protocol",
+    "auth_token",
+    "connect_timeout",
+    "read_timeout",
+    "read_timeout_cap",
+    "batch_size",
+    "max_concurrency",
+    "options",
+)
+
+
+def endpoint_fingerprint(model: RegisteredModel) -> str:
+    """A digest of the columns ``endpoint_spec`` is built from (the sealed token included):
+    a process that keeps specs keys them by it, so a changed row is never served stale."""
+    values = [getattr(model, name) for name in ENDPOINT_FIELDS]
+    text = json.dumps([model.pk, *values], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def endpoint_spec(model: RegisteredModel) -> EndpointSpec:

@@ -45,7 +45,7 @@ from annotation.chat.serializers import (
     TurnSerializer,
 )
 from annotation.chat.services import FinishForm
-from annotation.chat.views import export_lines, reply_events
+from annotation.chat.views import export_lines, reply_events, turn_events
 from annotation.models import Example
 from annotation.selectors.tasks import bundle_for_actor, round_for_actor
 from annotation.selectors.validation import example_for_validation
@@ -144,6 +144,51 @@ class ConversationDetailView(ChatAPIView):
         return Response(_serialized(_conversation(request, pk)))
 
 
+class EventStreamRenderer(JSONRenderer):
+    """``text/event-stream``: the reply's server-sent events (errors stay JSON)."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+
+
+class EventStreamBytesRenderer(JSONRenderer):
+    """The same events as ``application/octet-stream``, for generated clients (which keep
+    only bytes in a media type they know)."""
+
+    media_type = "application/octet-stream"
+    format = "sse-bytes"
+
+
+STREAM_DESCRIPTION = (
+    "`event: text` with a piece of the reply, then one of `event: done` / `error` / "
+    "`cancelled` with the stored fields as JSON. `Accept: application/octet-stream` gets the "
+    "same bytes under that media type."
+)
+
+
+def _new_turn_data(turn) -> dict:
+    """The turn just sent, from the rows the send wrote and read (no other query)."""
+    conversation = turn.conversation
+    reveal = not chat_config(conversation).hide_model_identities
+    labels = {seat.position: seat_label(seat, reveal) for seat in conversation.seats.all()}
+    context = {"labels": labels, "conversation": conversation, "reveal": reveal}
+    return {
+        "id": turn.pk,
+        "number": turn.number,
+        "message": turn.message,
+        "choice": turn.choice,
+        "best_position": turn.best_position,
+        "slider": turn.slider,
+        "replies": ReplySerializer(turn.new_replies, many=True, context=context).data,
+    }
+
+
+def _send(request, pk: int):
+    body = TurnCreateSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    return services.turn_send_to(pk, actor_of(request), body.validated_data["message"])
+
+
 class TurnCreateView(ChatAPIView):
     @extend_schema(
         tags=TAGS,
@@ -152,24 +197,40 @@ class TurnCreateView(ChatAPIView):
         responses={201: TurnSerializer},
     )
     def post(self, request, pk: int):
-        conversation = _conversation(request, pk)
-        body = TurnCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        turn = services.turn_send(conversation, actor_of(request), body.validated_data["message"])
-        # The new turn alone, from the rows just written (no read of the whole conversation).
-        reveal = not chat_config(conversation).hide_model_identities
-        labels = {seat.position: seat_label(seat, reveal) for seat in conversation.seats.all()}
-        context = {"labels": labels, "conversation": conversation, "reveal": reveal}
-        data = {
-            "id": turn.pk,
-            "number": turn.number,
-            "message": turn.message,
-            "choice": turn.choice,
-            "best_position": turn.best_position,
-            "slider": turn.slider,
-            "replies": ReplySerializer(turn.new_replies, many=True, context=context).data,
-        }
-        return Response(data, status=status.HTTP_201_CREATED)
+        turn = _send(request, pk)
+        return Response(_new_turn_data(turn), status=status.HTTP_201_CREATED)
+
+
+TURN_STREAM_DESCRIPTION = (
+    "First `event: turn` with the turn as `POST .../turns/` answers it, then every reply's "
+    "events as they come, each JSON with its `reply` id: `event: text` (`text`: a piece of "
+    "the reply), then one of `event: done` / `error` / `cancelled` with the stored fields. "
+    "The stream ends when every reply has ended; a reply's own stream (`stream_url`) can be "
+    "read again. `Accept: application/octet-stream` gets the same bytes under that media type."
+)
+
+
+class TurnStreamView(ChatAPIView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer, EventStreamBytesRenderer]
+
+    @extend_schema(
+        tags=TAGS,
+        summary="Send a message and read every model's reply in the same response (events)",
+        request=TurnCreateSerializer,
+        responses={
+            (201, EventStreamBytesRenderer.media_type): OpenApiResponse(
+                OpenApiTypes.BINARY, description=TURN_STREAM_DESCRIPTION
+            ),
+            (201, EventStreamRenderer.media_type): OpenApiResponse(
+                OpenApiTypes.BINARY, description=TURN_STREAM_DESCRIPTION
+            ),
+        },
+    )
+    def post(self, request, pk: int):
+        turn = _send(request, pk)
+        seconds = chat_config(turn.conversation).reply_timeout + STALE_MARGIN_SECONDS
+        events = turn_events(_new_turn_data(turn), turn.new_replies, seconds)
+        return _event_stream(request, events, status.HTTP_201_CREATED)
 
 
 class ReplyDetailView(ChatAPIView):
@@ -193,28 +254,6 @@ class ReplyDetailView(ChatAPIView):
                     break
             reply.refresh_from_db()
         return Response(_reply_data(conversation, reply))
-
-
-class EventStreamRenderer(JSONRenderer):
-    """``text/event-stream``: the reply's server-sent events (errors stay JSON)."""
-
-    media_type = "text/event-stream"
-    format = "sse"
-
-
-class EventStreamBytesRenderer(JSONRenderer):
-    """The same events as ``application/octet-stream``, for generated clients (which keep
-    only bytes in a media type they know)."""
-
-    media_type = "application/octet-stream"
-    format = "sse-bytes"
-
-
-STREAM_DESCRIPTION = (
-    "`event: text` with a piece of the reply, then one of `event: done` / `error` / "
-    "`cancelled` with the stored fields as JSON. `Accept: application/octet-stream` gets the "
-    "same bytes under that media type."
-)
 
 
 class ReplyStreamView(ChatAPIView):
@@ -242,15 +281,17 @@ class ReplyStreamView(ChatAPIView):
         attempt = request.query_params.get("attempt", "")
         attempt = int(attempt) if attempt.isdigit() else reply.attempt
         seconds = chat_config(reply.turn.conversation).reply_timeout + STALE_MARGIN_SECONDS
-        content_type = EventStreamRenderer.media_type
-        if isinstance(request.accepted_renderer, EventStreamBytesRenderer):
-            content_type = EventStreamBytesRenderer.media_type
-        response = StreamingHttpResponse(
-            reply_events(reply, attempt, seconds), content_type=content_type
-        )
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"
-        return response
+        return _event_stream(request, reply_events(reply, attempt, seconds))
+
+
+def _event_stream(request, events, status_code: int = 200) -> StreamingHttpResponse:
+    content_type = EventStreamRenderer.media_type
+    if isinstance(request.accepted_renderer, EventStreamBytesRenderer):
+        content_type = EventStreamBytesRenderer.media_type
+    response = StreamingHttpResponse(events, content_type=content_type, status=status_code)
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 class ReplyRetryView(ChatAPIView):

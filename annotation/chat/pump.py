@@ -3,12 +3,15 @@
 It runs on a queue of its own (``CHAT_QUEUE``, served by its own worker): a pump may work for
 ``PUMP_BUDGET_SECONDS``, and on the live queue the create pages' answers would wait behind it.
 
-The web side puts ``"<reply id>:<attempt>"`` on ``PENDING_KEY`` and queues a pump unless one
-holds ``PUMP_FLAG_KEY`` (``reply_queue``). A pump takes pending replies and streams each in a
-thread of its own (at most ``max_streams()`` at once), so the models of a turn answer in
-parallel and one job serves many conversations. The pump's loop reads what a reply needs
-(``reply_prepare``: the endpoint and the messages, three queries on the pump's one database
-connection, kept while it runs), then a thread asks the model with
+The web side puts one item per reply on ``PENDING_KEY`` and queues a pump unless one holds
+``PUMP_FLAG_KEY`` (``reply_queue``). The send puts a ``ReplyOrder``: the messages the model is
+sent, its limits and the fingerprint of the model row it read (JSON); a retry puts
+``"<reply id>:<attempt>"`` only. A pump takes pending replies and streams each in a thread of
+its own (at most ``max_streams()`` at once), so the models of a turn answer in parallel and one
+job serves many conversations. For an order, the pump's loop asks no database before the
+model: the endpoint comes from the pump's specs keyed by (model id, fingerprint), read once per
+row version; for an id, it reads what the reply needs (``reply_prepare``: three queries on the
+pump's one database connection, kept while it runs). Then a thread asks the model with
 ``models_hub.chat_client`` (the endpoint's timeouts, concurrency cap, SSRF guard and sealed
 token; the chat config's ``reply_timeout`` and ``reply_max_chars``), publishes the text as it
 comes (``streams``, batched every ``FLUSH_SECONDS``), then stores the finished reply in one
@@ -25,6 +28,7 @@ A pump that dies leaves its replies "streaming": past their time limit the page 
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -33,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
@@ -46,7 +50,8 @@ from models_hub import chat_client, client
 from models_hub.chat_client import ReplyCancelled
 from models_hub.client import EndpointSpec
 from models_hub.errors import ModelCallError, ModelConfigurationError
-from models_hub.selectors import endpoint_spec
+from models_hub.models import RegisteredModel
+from models_hub.selectors import endpoint_fingerprint, endpoint_spec
 from models_hub.transport import LIVE_RETRY
 from tasks.config import TaskConfig
 from tasks.config.chat import ChatConfig
@@ -64,6 +69,7 @@ CANCEL_CHECK_SECONDS = 0.2
 # How long an idle pump waits on the pending list at a time (a push wakes it at once).
 IDLE_WAIT_SECONDS = 0.5
 QUEUE_UNAVAILABLE = "queue.unavailable"
+ENDPOINT_CACHE_SIZE = 512
 # Let the flag go only when nothing is pending (KEYS: flag, pending; ARGV: token).
 _RELEASE = """
 if redis.call('LLEN', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -87,19 +93,73 @@ def chat_queue():
     return rq_queue(CHAT_QUEUE)
 
 
-def reply_queue(items: list[tuple[int, int]]) -> bool:
-    """Queue replies ``(id, attempt)`` for a pump, after the commit; False without Redis."""
+@dataclass(frozen=True)
+class ReplyLimits:
+    """The chat config's bounds on one reply, as the pump applies them."""
+
+    max_chars: int
+    total_seconds: float
+    system_prompt: str = ""
+
+    @classmethod
+    def of(cls, chat: ChatConfig) -> ReplyLimits:
+        return cls(chat.reply_max_chars, chat.reply_timeout, chat.system_prompt)
+
+
+@dataclass(frozen=True)
+class ReplyOrder:
+    """What the send hands the pump for one reply, so that no query precedes the model call:
+    the messages, the limits, and the model with the fingerprint of the row the send read
+    (``models_hub.selectors.endpoint_fingerprint``; the token never leaves the database)."""
+
+    reply_id: int
+    attempt: int
+    model_id: int | None
+    fingerprint: str
+    messages: list[dict[str, str]]
+    limits: ReplyLimits
+
+    def item(self) -> str:
+        return json.dumps(
+            {
+                "reply": self.reply_id,
+                "attempt": self.attempt,
+                "model": self.model_id,
+                "fingerprint": self.fingerprint,
+                "messages": self.messages,
+                "max_chars": self.limits.max_chars,
+                "total_seconds": self.limits.total_seconds,
+                "system_prompt": self.limits.system_prompt,
+            },
+            ensure_ascii=False,
+        )
+
+
+def reply_queue(items: list[tuple[int, int] | ReplyOrder]) -> bool:
+    """Queue replies (orders, or ``(id, attempt)``) for a pump, after the commit; False
+    without Redis."""
+    pending = [
+        item.item() if isinstance(item, ReplyOrder) else f"{item[0]}:{item[1]}" for item in items
+    ]
     try:
         with redis_connection().pipeline(transaction=False) as pipe:
-            pipe.rpush(PENDING_KEY, *[f"{reply_id}:{attempt}" for reply_id, attempt in items])
+            pipe.rpush(PENDING_KEY, *pending)
             pipe.set(PUMP_FLAG_KEY, "queued", nx=True, ex=PUMP_FLAG_TTL_SECONDS)
             flagged = pipe.execute()[-1]
         if flagged:
             _enqueue_pump()
     except RedisError:
-        logger.warning("could not queue chat replies %s", items, exc_info=True)
+        logger.warning("could not queue chat replies %s", reply_ids(items), exc_info=True)
         return False
     return True
+
+
+def reply_ids(items) -> list[tuple[int, int]]:
+    """The ``(id, attempt)`` of queued items."""
+    return [
+        (item.reply_id, item.attempt) if isinstance(item, ReplyOrder) else tuple(item)
+        for item in items
+    ]
 
 
 def _enqueue_pump() -> None:
@@ -112,12 +172,39 @@ def _enqueue_pump() -> None:
     )
 
 
-def _parse(item: bytes | str) -> tuple[int, int] | None:
+def parse_pending(item: bytes | str) -> ReplyOrder | tuple[int, int] | None:
+    """An item of ``PENDING_KEY``: an order, a retry's ``(id, attempt)``, or None (dropped)."""
     text = item.decode() if isinstance(item, bytes) else item
+    if text.startswith("{"):
+        return parse_order(text)
     reply_id, _, attempt = text.partition(":")
     if reply_id.isdigit() and attempt.isdigit():
         return int(reply_id), int(attempt)
     return None
+
+
+def parse_order(text: str) -> ReplyOrder | None:
+    """The order of a JSON item, or None (logged) when it does not hold one."""
+    try:
+        data = json.loads(text)
+        model_id = data["model"]
+        order = ReplyOrder(
+            reply_id=int(data["reply"]),
+            attempt=int(data["attempt"]),
+            model_id=int(model_id) if model_id is not None else None,
+            fingerprint=str(data["fingerprint"]),
+            messages=[
+                {"role": str(message["role"]), "content": str(message["content"])}
+                for message in data["messages"]
+            ],
+            limits=ReplyLimits(
+                int(data["max_chars"]), float(data["total_seconds"]), str(data["system_prompt"])
+            ),
+        )
+    except (ValueError, KeyError, TypeError):
+        logger.warning("a chat pending item that is not an order was dropped")
+        return None
+    return order
 
 
 def chat_pump_job() -> dict[str, int]:
@@ -134,7 +221,7 @@ def chat_pump_job() -> dict[str, int]:
         budget_left = time.monotonic() - started < PUMP_BUDGET_SECONDS
         if budget_left and slots.acquire(timeout=1.0):
             parsed = _next_item(redis, wait=0.05 if threads else IDLE_WAIT_SECONDS)
-            prepared = _prepare(*parsed) if parsed is not None else None
+            prepared = _prepare(parsed) if parsed is not None else None
             if prepared is not None:
                 thread = threading.Thread(
                     target=_run_stream, args=(prepared, slots, redis), daemon=True
@@ -163,9 +250,9 @@ def chat_pump_job() -> dict[str, int]:
     return {"served": served}
 
 
-def _next_item(redis, wait: float) -> tuple[int, int] | None:
+def _next_item(redis, wait: float) -> ReplyOrder | tuple[int, int] | None:
     got = redis.blpop([PENDING_KEY], timeout=wait)
-    return _parse(got[1]) if got else None
+    return parse_pending(got[1]) if got else None
 
 
 def _should_stop(idle_since: float, budget_left: bool) -> bool:
@@ -185,16 +272,53 @@ def reply_queue_kick() -> None:
         _enqueue_pump()
 
 
-def _prepare(reply_id: int, attempt: int) -> PreparedReply | None:
-    """``reply_prepare`` on the pump's own database connection (kept while the pump runs:
+def _prepare(item: ReplyOrder | tuple[int, int]) -> PreparedReply | None:
+    """What the reply needs: from the order (no query while the model row's spec is kept),
+    or ``reply_prepare`` on the pump's own database connection (kept while the pump runs:
     a thread that opened a connection per reply waited for it before the first token)."""
+    reply_id, attempt = reply_ids([item])[0]
     try:
+        if isinstance(item, ReplyOrder):
+            return order_prepare(item)
         close_old_connections()
         return reply_prepare(reply_id, attempt)
     except Exception:
         logger.exception("chat reply %s attempt %s could not be prepared", reply_id, attempt)
         connection.close()
         return None
+
+
+_endpoints: dict[tuple[int, str], EndpointSpec] = {}
+_endpoints_lock = threading.Lock()
+
+
+def order_prepare(order: ReplyOrder) -> PreparedReply:
+    """The order with its endpoint: kept by (model id, fingerprint of the row), so a model
+    row is read once per version of its endpoint columns, and never before a kept call."""
+    prepared = PreparedReply(order.reply_id, order.attempt, order.limits, messages=order.messages)
+    try:
+        if order.model_id is None:
+            raise ModelConfigurationError("the model was removed from the task")
+        spec = _endpoints.get((order.model_id, order.fingerprint))
+        if spec is None:
+            spec = _endpoint_read(order.model_id)
+        prepared.endpoint = spec
+    except ModelCallError as error:
+        prepared.error = error
+    return prepared
+
+
+def _endpoint_read(model_id: int) -> EndpointSpec:
+    close_old_connections()
+    model = RegisteredModel.objects.filter(pk=model_id).first()
+    if model is None:
+        raise ModelConfigurationError("the model was removed from the task")
+    spec = endpoint_spec(model)
+    with _endpoints_lock:
+        while len(_endpoints) >= ENDPOINT_CACHE_SIZE:
+            _endpoints.pop(next(iter(_endpoints)))
+        _endpoints[(model_id, endpoint_fingerprint(model))] = spec
+    return spec
 
 
 def _run_stream(prepared: PreparedReply, slots: threading.BoundedSemaphore, redis) -> None:
@@ -254,7 +378,7 @@ class PreparedReply:
 
     reply_id: int
     attempt: int
-    chat: ChatConfig
+    limits: ReplyLimits
     endpoint: EndpointSpec | None = None
     messages: list[dict[str, str]] = field(default_factory=list)
     error: ModelCallError | None = None
@@ -277,7 +401,8 @@ def reply_prepare(reply_id: int, attempt: int) -> PreparedReply | None:
     if reply is None:
         return None
     conversation = reply.turn.conversation
-    prepared = PreparedReply(reply_id, attempt, conversation.config_version.parsed.chat)
+    limits = ReplyLimits.of(conversation.config_version.parsed.chat)
+    prepared = PreparedReply(reply_id, attempt, limits)
     try:
         if reply.model is None:
             raise ModelConfigurationError("the model was removed from the task")
@@ -311,7 +436,7 @@ def reply_stream_prepared(prepared: PreparedReply, redis) -> str | None:
     """Ask the model, publish the text as it comes, then store the reply (one conditional
     UPDATE) and its terminal event; return its final status (None if it was no longer
     waiting). No query before the model's answer ends."""
-    reply_id, attempt, chat = prepared.reply_id, prepared.attempt, prepared.chat
+    reply_id, attempt, limits = prepared.reply_id, prepared.attempt, prepared.limits
     publisher = _Publisher(reply_id, attempt, redis)
     try:
         if prepared.error is not None:
@@ -323,9 +448,9 @@ def reply_stream_prepared(prepared: PreparedReply, redis) -> str | None:
             prepared.messages,
             on_text=publisher.add,
             should_stop=publisher.cancelled,
-            max_chars=chat.reply_max_chars,
-            total_seconds=chat.reply_timeout,
-            system_prompt=chat.system_prompt,
+            max_chars=limits.max_chars,
+            total_seconds=limits.total_seconds,
+            system_prompt=limits.system_prompt,
         )
     except ReplyCancelled as cancelled:
         fields = {"status": ReplyStatus.CANCELLED, "text": cancelled.partial}
@@ -366,7 +491,7 @@ def _text_answer(prepared: PreparedReply, publisher: _Publisher) -> dict:
         retry=LIVE_RETRY,
     )
     text = text_models.answer_text(prepared.text_config, result.outputs[0])
-    text = text[: prepared.chat.reply_max_chars]
+    text = text[: prepared.limits.max_chars]
     publisher.add(text)
     return {
         "status": ReplyStatus.DONE,
@@ -384,6 +509,18 @@ def release_connection() -> None:
     one), unless it is inside a transaction (tests); Django opens a new one when needed."""
     if not connection.in_atomic_block:
         connection.close()
+
+
+def retake_connection() -> None:
+    """Open this thread's database connection again once a stream has ended, when connections
+    persist (``CONN_MAX_AGE``): the thread's next request finds one, as after any other
+    request, instead of opening it first. A stream never holds one while it waits."""
+    if connection.in_atomic_block or not connection.settings_dict.get("CONN_MAX_AGE"):
+        return
+    try:
+        connection.ensure_connection()
+    except DatabaseError:
+        logger.warning("could not open a database connection after a stream", exc_info=True)
 
 
 def _done_fields(result: chat_client.ReplyResult) -> dict:

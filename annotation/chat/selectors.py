@@ -51,6 +51,23 @@ def conversation_for_actor(
     return conversation
 
 
+def conversation_locked(pk: int, actor: Actor | None) -> Conversation:
+    """The actor's own conversation ``pk``, locked for the transaction it is read in, with
+    its config version and its seats with their models (two queries): the one read of the
+    send, which needs nothing else of the conversation."""
+    seats = Prefetch("seats", queryset=ConversationSeat.objects.select_related("model"))
+    conversation = (
+        Conversation.objects.select_for_update(of=("self",))
+        .select_related("config_version")
+        .prefetch_related(seats)
+        .filter(pk=pk)
+        .first()
+    )
+    if conversation is None or not is_owner(conversation, actor):
+        raise NotFound("no such conversation")
+    return conversation
+
+
 def reply_for_actor(
     conversation_pk: int, reply_id: int, actor: Actor, *, code: str | None = None
 ) -> ChatReply:
@@ -84,6 +101,54 @@ def turns_with_replies(conversation: Conversation, *, up_to: int | None = None) 
     if up_to is not None:
         turns = turns.filter(number__lte=up_to)
     return list(turns.prefetch_related(replies))
+
+
+@dataclass(frozen=True)
+class PastReply:
+    position: int
+    status: str
+    text: str
+
+
+class PastReplies(tuple):
+    """A past turn's replies by position, read like a prefetched ``turn.replies``."""
+
+    def all(self) -> PastReplies:
+        return self
+
+
+@dataclass(frozen=True)
+class PastTurn:
+    """A turn as the send needs it (its rules and the models' messages), read as values."""
+
+    pk: int
+    number: int
+    message: str
+    choice: str
+    best_position: int | None
+    replies: PastReplies
+
+
+def turn_history(conversation: Conversation) -> list[PastTurn]:
+    """The turns in order with their replies' position, status and text: two queries of plain
+    values whatever the length of the conversation (no model instance, no per-turn queryset).
+    ``assistant_text``, ``seat_messages``, ``turn_finished`` and ``turn_needs_choice`` read
+    them as they read turns with their replies."""
+    replies: dict[int, list[PastReply]] = {}
+    rows = (
+        ChatReply.objects.filter(turn__conversation=conversation)
+        .order_by("position")
+        .values_list("turn_id", "position", "status", "text")
+    )
+    for turn_id, position, status, text in rows:
+        replies.setdefault(turn_id, []).append(PastReply(position, status, text))
+    turns = conversation.turns.order_by("number").values_list(
+        "pk", "number", "message", "choice", "best_position"
+    )
+    return [
+        PastTurn(pk, number, message, choice, best, PastReplies(replies.get(pk, ())))
+        for pk, number, message, choice, best in turns
+    ]
 
 
 def last_turn(conversation: Conversation) -> ChatTurn | None:

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.campaigns.actors import Actor
-from annotation.chat import pump, streams
+from annotation.chat import pump, streams, text_models
 from annotation.chat.draws import seat_models
 from annotation.chat.judge import judge_queue
 from annotation.chat.models import (
@@ -30,10 +30,13 @@ from annotation.chat.models import (
 )
 from annotation.chat.selectors import (
     STALE_MARGIN_SECONDS,
+    PastTurn,
     chat_config,
+    conversation_locked,
     is_owner,
-    last_turn,
+    seat_messages,
     turn_finished,
+    turn_history,
     turn_needs_choice,
     turns_with_replies,
 )
@@ -43,6 +46,7 @@ from annotation.services.guards import issues_or_raise
 from annotation.stats import counters
 from annotation.stats.buffer import counters_add_on_commit
 from core.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from models_hub.selectors import endpoint_fingerprint
 from tasks.config.chat import CHOICE_BEST, ChatConfig
 from tasks.config.values import check_metadata
 from tasks.models import Round, Task
@@ -105,7 +109,7 @@ def _check_message(chat: ChatConfig, message: str) -> str:
     return message
 
 
-def _check_last_turn(turns: list[ChatTurn], chat: ChatConfig) -> None:
+def _check_last_turn(turns: list[ChatTurn] | list[PastTurn], chat: ChatConfig) -> None:
     if not turns:
         return
     last = turns[-1]
@@ -119,32 +123,62 @@ def _check_last_turn(turns: list[ChatTurn], chat: ChatConfig) -> None:
 
 def turn_send(conversation: Conversation, actor: Actor, message: str) -> ChatTurn:
     """Add the worker's ``message`` as the next turn; every seat's model answers it."""
-    _require_owner(conversation, actor)
-    chat = chat_config(conversation)
-    message = _check_message(chat, message)
+    return turn_send_to(conversation.pk, actor, message)
+
+
+def turn_send_to(conversation_id: int, actor: Actor, message: str) -> ChatTurn:
+    """``turn_send`` from the conversation's id: the conversation is read once, under its
+    lock, and the pump is handed every reply's messages (``pump.ReplyOrder``). The turn
+    comes back with ``conversation`` (its seats loaded) and ``new_replies``."""
     with transaction.atomic():
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        locked = conversation_locked(conversation_id, actor)
+        chat = chat_config(locked)
+        message = _check_message(chat, message)
         _require_active(locked)
-        last = last_turn(locked)  # turns are numbered 1, 2... under this lock
-        count = last.number if last is not None else 0
+        turns = turn_history(locked)  # numbered 1, 2... under this lock
+        count = turns[-1].number if turns else 0
         if count >= chat.max_turns:
             raise Conflict(f"a conversation has at most {chat.max_turns} turns", code="chat.full")
-        _check_last_turn([last] if last is not None else [], chat)
+        _check_last_turn(turns, chat)
         turn = ChatTurn.objects.create(conversation=locked, number=count + 1, message=message)
+        seats = list(locked.seats.all())
         replies = ChatReply.objects.bulk_create(
-            ChatReply(turn=turn, position=seat.position, model_id=seat.model_id)
-            for seat in conversation.seats.all()
+            ChatReply(turn=turn, position=seat.position, model_id=seat.model_id) for seat in seats
         )
         locked.save(update_fields=["updated_at"])
-        _queue_on_commit([(reply.pk, reply.attempt) for reply in replies])
+        _queue_on_commit(_orders(chat, seats, turns, turn, replies))
     turn.new_replies = replies  # the rows just written, for the caller's answer
     return turn
 
 
-def _queue_on_commit(items: list[tuple[int, int]]) -> None:
+def _orders(chat: ChatConfig, seats, turns, turn, replies) -> list:
+    """An order per chat model's reply; a text model's reply goes by its id (the pump reads
+    the task input it is asked about)."""
+    limits = pump.ReplyLimits.of(chat)
+    models = {seat.position: seat.model for seat in seats}
+    orders: list[pump.ReplyOrder | tuple[int, int]] = []
+    for reply in replies:
+        model = models.get(reply.position)
+        if model is not None and text_models.is_text_protocol(model.protocol):
+            orders.append((reply.pk, reply.attempt))
+            continue
+        orders.append(
+            pump.ReplyOrder(
+                reply_id=reply.pk,
+                attempt=reply.attempt,
+                model_id=model.pk if model is not None else None,
+                fingerprint=endpoint_fingerprint(model) if model is not None else "",
+                messages=seat_messages(turns, turn, reply.position),
+                limits=limits,
+            )
+        )
+    return orders
+
+
+def _queue_on_commit(items: list[tuple[int, int] | pump.ReplyOrder]) -> None:
     def queue() -> None:
         if not pump.reply_queue(items):
-            for reply_id, attempt in items:
+            for reply_id, attempt in pump.reply_ids(items):
                 ChatReply.objects.filter(pk=reply_id, attempt=attempt).update(
                     status=ReplyStatus.FAILED,
                     error_code=pump.QUEUE_UNAVAILABLE,

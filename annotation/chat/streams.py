@@ -13,6 +13,7 @@ Keys (on the live loop's Redis, ``annotation.live.queue.redis_connection``):
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,32 +52,48 @@ def _text(value: bytes | str) -> str:
 
 def read(key: str, after: str, block_ms: int, connection=None) -> list[tuple[str, str, str]]:
     """Return the events after ``after`` (``"0-0"``: all), waiting up to ``block_ms``."""
-    response = (connection or redis_connection()).xread({key: after}, block=block_ms, count=500)
+    return [event for _key, *event in read_many({key: after}, block_ms, connection)]
+
+
+def read_many(positions: dict[str, str], block_ms: int, connection=None) -> list[tuple]:
+    """Return ``(key, entry id, kind, data)`` after each key's position, in one ``XREAD``
+    that waits up to ``block_ms`` for any of them."""
+    response = (connection or redis_connection()).xread(positions, block=block_ms, count=500)
     events = []
-    for _stream, entries in response or []:
+    for stream, entries in response or []:
         for entry_id, fields in entries:
             kind = _text(fields.get(b"k") or fields.get("k") or b"")
             data = _text(fields.get(b"d") or fields.get("d") or b"")
-            events.append((_text(entry_id), kind, data))
+            events.append((_text(stream), _text(entry_id), kind, data))
     return events
 
 
 def follow(key: str, seconds: float, poll_ms: int = 1000, connection=None) -> Iterator[tuple]:
     """Yield ``(kind, data)`` from the start of ``key`` until a terminal event, or
     ``(None, None)`` after each ``poll_ms`` without news (the caller decides to go on)."""
-    import time
+    for _key, kind, data in follow_many([key], seconds, poll_ms, connection):
+        yield kind, data
 
-    after, deadline = "0-0", time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        events = read(key, after, poll_ms, connection)
+
+def follow_many(
+    keys: list[str], seconds: float, poll_ms: int = 1000, connection=None
+) -> Iterator[tuple]:
+    """Yield ``(key, kind, data)`` from the start of every key, as they come, until each has
+    its terminal event, or ``(None, None, None)`` after each ``poll_ms`` without news."""
+    positions = dict.fromkeys(keys, "0-0")
+    deadline = time.monotonic() + seconds
+    while positions and time.monotonic() < deadline:
+        events = read_many(positions, poll_ms, connection)
         if not events:
-            yield None, None
+            yield None, None, None
             continue
-        for entry_id, kind, data in events:
-            after = entry_id
-            yield kind, data
+        for key, entry_id, kind, data in events:
+            if key not in positions:
+                continue
+            positions[key] = entry_id
+            yield key, kind, data
             if kind in TERMINAL:
-                return
+                del positions[key]
 
 
 def request_cancel(reply_id: int, attempt: int) -> None:

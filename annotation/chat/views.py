@@ -23,7 +23,7 @@ from annotation.campaigns.services import campaign_quota_reached
 from annotation.chat import services, streams
 from annotation.chat.export import conversation_lines, preference_lines
 from annotation.chat.models import ChatReply, ConversationStatus, ReplyStatus
-from annotation.chat.pump import release_connection
+from annotation.chat.pump import release_connection, retake_connection
 from annotation.chat.selectors import (
     STALE_MARGIN_SECONDS,
     active_conversation,
@@ -265,10 +265,36 @@ def reply_events(reply: ChatReply, attempt: int, seconds: float):
             continue
         if kind in streams.TERMINAL:
             yield sse(kind, terminal_fields(data))
-            return
+            break
         yield sse(kind, data)
+    else:
+        message = "The reply did not arrive in time. Retry it."
+        yield sse(streams.ERROR, {"status": "lost", "error_message": message})
+    retake_connection()
+
+
+def turn_events(turn_data: dict, replies: list[ChatReply], seconds: float):
+    """The events of a turn just sent: ``turn`` (the turn as the API shows it), then every
+    reply's events as they come, each JSON with its ``reply`` id (``text`` pieces, then
+    ``done``, ``error`` or ``cancelled``), until every reply has ended."""
+    release_connection()  # a stream holds a thread, never a database connection
+    yield sse("turn", turn_data)
+    keys = {streams.reply_key(reply.pk, reply.attempt): reply.pk for reply in replies}
+    waiting = set(keys)
+    for key, kind, data in streams.follow_many(list(keys), seconds, poll_ms=2000):
+        if kind is None:
+            yield ": keep-alive\n\n"
+        elif kind in streams.TERMINAL:
+            waiting.discard(key)
+            fields = terminal_fields(data)
+            fields = fields if isinstance(fields, dict) else {"data": fields}
+            yield sse(kind, {"reply": keys[key], **fields})
+        else:
+            yield sse(kind, {"reply": keys[key], "text": data})
     message = "The reply did not arrive in time. Retry it."
-    yield sse(streams.ERROR, {"status": "lost", "error_message": message})
+    for key in sorted(waiting, key=keys.get):
+        yield sse(streams.ERROR, {"reply": keys[key], "status": "lost", "error_message": message})
+    retake_connection()
 
 
 @require_GET

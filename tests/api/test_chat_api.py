@@ -93,3 +93,71 @@ def test_bad_input_is_a_clear_400(chat_task, chatter):
         f"/api/v1/conversations/{cid}/turns/1/choice/", {"choice": "maybe"}, format="json"
     )
     assert wrong.status_code == 400
+
+
+def server_events(response) -> list[tuple[str, dict]]:
+    """``(kind, data)`` of a streamed response's server-sent events (comments left out)."""
+    body = b"".join(response.streaming_content).decode()
+    events = []
+    for block in body.split("\n\n"):
+        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
+        if lines:
+            kind = lines[0].removeprefix("event: ")
+            data = "\n".join(line.removeprefix("data: ") for line in lines[1:])
+            events.append((kind, json.loads(data)))
+    return events
+
+
+def test_one_request_sends_the_message_and_streams_every_reply(chat_task, chatter):
+    client = client_for(chatter)
+    cid = client.post("/api/v1/tasks/chat/conversations/").json()["id"]
+    sent = client.post(
+        f"/api/v1/conversations/{cid}/turns/stream/",
+        {"message": "Why does Mars look red?"},
+        format="json",
+        HTTP_ACCEPT="text/event-stream",
+    )
+    assert sent.status_code == 201 and sent["Content-Type"] == "text/event-stream"
+    pump()
+    events = server_events(sent)
+    kind, turn = events[0]
+    assert kind == "turn" and turn["number"] == 1 and len(turn["replies"]) == 2
+    ids = {reply["id"] for reply in turn["replies"]}
+    texts = {reply_id: "" for reply_id in ids}
+    for kind, data in events[1:]:
+        assert data["reply"] in ids
+        if kind == "text":
+            texts[data["reply"]] += data["text"]
+    ended = [(kind, data["reply"]) for kind, data in events if kind != "text" and kind != "turn"]
+    assert sorted(ended) == sorted(("done", reply_id) for reply_id in ids)
+    assert all("model_version" not in data for _kind, data in events[1:])  # names stay hidden
+    for reply_id, text in texts.items():
+        stored = client.get(f"/api/v1/conversations/{cid}/replies/{reply_id}/").json()
+        assert stored["status"] == "done" and stored["text"] == text and text
+
+    # The next turn waits for the choice, as with the plain send; errors stay JSON.
+    refused = client.post(
+        f"/api/v1/conversations/{cid}/turns/stream/",
+        {"message": "And Venus?"},
+        format="json",
+        HTTP_ACCEPT="text/event-stream",
+    )
+    assert refused.status_code == 409 and b"chat.choose_first" in refused.content
+    stranger = client_for(UserFactory(username="stream-stranger")).post(
+        f"/api/v1/conversations/{cid}/turns/stream/", {"message": "hi"}, format="json"
+    )
+    assert stranger.status_code == 404
+
+
+def test_the_send_reads_the_conversation_once(chat_task, chatter, django_assert_max_num_queries):
+    client = client_for(chatter)
+    cid = client.post("/api/v1/tasks/chat/conversations/").json()["id"]
+    hold_turn(client, cid, "Why does Mars look red?", {"choice": "tie"})
+    hold_turn(client, cid, "What is matcha?", {"choice": "tie"})
+    # The token; BEGIN; under the lock the conversation, its seats, the turns, their replies;
+    # the turn, its replies and the conversation's time written; COMMIT. Whatever the turns.
+    with django_assert_max_num_queries(10):
+        sent = client.post(
+            f"/api/v1/conversations/{cid}/turns/", {"message": "And tea?"}, format="json"
+        )
+    assert sent.status_code == 201

@@ -8,13 +8,15 @@ import time
 
 import pytest
 
+from annotation.chat import pump as pump_module
 from annotation.chat import services, streams
 from annotation.chat.models import ChatReply, ReplyStatus
 from annotation.chat.pump import CHAT_QUEUE
 from annotation.live.connection import LIVE_QUEUE
 from annotation.models import Example, ExampleStatus
 from models_hub.demo.chat import RuleChatHandler
-from tests.annotation.chat.fixtures import register_chat_model
+from models_hub.models import RegisteredModel
+from tests.annotation.chat.fixtures import pump, register_chat_model
 from tests.annotation.conftest import POSITIVE, BackgroundWorker, ServerHandle, submit
 from tests.factories import TaskFactory
 
@@ -114,3 +116,39 @@ def test_the_pump_is_queued_on_the_chat_queue_not_the_live_one(chat_task, chatte
     chat_jobs = django_rq.get_queue(CHAT_QUEUE).jobs
     assert [job.func_name for job in chat_jobs] == ["annotation.chat.pump.chat_pump_job"]
     assert django_rq.get_queue(LIVE_QUEUE).count == 0
+
+
+def test_the_send_hands_the_pump_what_it_needs_and_a_changed_endpoint_is_read_again(
+    chat_task, chatter_actor, django_assert_num_queries
+):
+    conversation = services.conversation_start(
+        task=chat_task, round_=chat_task.rounds.get(number=1), actor=chatter_actor
+    )
+    turn = services.turn_send(conversation, chatter_actor, "Why does Mars look red?")
+    pending = [pump_module.parse_pending(item) for item in _pending()]
+    orders = {order.reply_id: order for order in pending}
+    assert set(orders) == set(ChatReply.objects.filter(turn=turn).values_list("pk", flat=True))
+    order = next(iter(orders.values()))
+    assert order.messages == [{"role": "user", "content": "Why does Mars look red?"}]
+    pump_module.order_prepare(order)  # the model row is read once...
+    with django_assert_num_queries(0):  # ...and then kept: no query before the model call
+        prepared = pump_module.order_prepare(order)
+    assert prepared.endpoint.url == RegisteredModel.objects.get(pk=order.model_id).endpoint_url
+    pump()
+    assert statuses(turn) == {ReplyStatus.DONE}
+
+    services.turn_choose(conversation, chatter_actor, turn.pk, "tie")
+    first = conversation.seats.get(position=0)
+    # A bulk update (no post_save): the fingerprint of the row the send reads changes.
+    RegisteredModel.objects.filter(pk=first.model_id).update(endpoint_url="http://127.0.0.1:9/")
+    second = services.turn_send(conversation, chatter_actor, "And Venus?")
+    pump()
+    replies = {reply.position: reply for reply in ChatReply.objects.filter(turn=second)}
+    assert replies[0].status == ReplyStatus.FAILED and replies[1].status == ReplyStatus.DONE
+    assert replies[0].error_code and replies[1].text
+
+
+def _pending() -> list[bytes]:
+    from annotation.live.connection import redis_connection
+
+    return redis_connection().lrange(pump_module.PENDING_KEY, 0, -1)
