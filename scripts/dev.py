@@ -416,6 +416,36 @@ def command_run(options: argparse.Namespace) -> None:
     say("stopped")
 
 
+# pytest-xdist options that mean the caller chose the workers (or no xdist) already.
+XDIST_OPTIONS = ("-n", "--numprocesses", "--dist", "-d")
+# Redis has databases 0-15 by default; worker N of the suite uses REDIS_URL's database + N.
+REDIS_DATABASES = 16
+
+
+def redis_database(url: str) -> int:
+    path = url.split("://", 1)[-1].split("?", 1)[0].partition("/")[2]
+    return int(path) if path.isdigit() else 0
+
+
+def test_workers(env: dict, pytest_args: list[str]) -> int:
+    """How many pytest-xdist workers run the suite: ``DYNATASK_TEST_WORKERS`` (0 or 1: none,
+    in one process), else two per CPU (most of the suite waits on PostgreSQL, Redis, model
+    servers and the browser), at most one per Redis database left above REDIS_URL's."""
+    if any(arg.split("=", 1)[0] in XDIST_OPTIONS or arg.startswith("-n") for arg in pytest_args):
+        return 0
+    if any(arg in ("no:xdist", "-pno:xdist") for arg in pytest_args):
+        return 0
+    wanted = env.get("DYNATASK_TEST_WORKERS", "").strip().lower()
+    if wanted and wanted != "auto":
+        if not wanted.isdigit():
+            fail(f"DYNATASK_TEST_WORKERS must be a number or auto, not {wanted!r}")
+        count = int(wanted)
+    else:
+        count = 2 * (os.cpu_count() or 1)
+    room = REDIS_DATABASES - redis_database(env["REDIS_URL"])
+    return min(count, room) if count > 1 else 0
+
+
 def command_test(options: argparse.Namespace) -> None:
     ensure_venv("requirements-dev.txt")
     env = dict(os.environ)
@@ -445,8 +475,12 @@ def command_test(options: argparse.Namespace) -> None:
         run([ruff, "check", "."], env=env)
         run([ruff, "format", "--check", "."], env=env)
         manage("makemigrations", "--check", "--dry-run", env=env)
+        workers = test_workers(env, options.pytest_args)
+        # The cluster tests share one cluster: --dist loadgroup keeps an xdist_group together.
+        parallel = ["-n", str(workers), "--dist", "loadgroup"] if workers else []
+        say(f"pytest workers: {workers or 'none (one process)'}")
         result = subprocess.run(
-            [str(PYTHON), "-m", "pytest", *options.pytest_args], cwd=ROOT, env=env
+            [str(PYTHON), "-m", "pytest", *parallel, *options.pytest_args], cwd=ROOT, env=env
         )
         say(f"tests ran on {database} with {broker}")
         if result.returncode != 0:

@@ -2,9 +2,32 @@
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-from dynatask_site.settings.base import *  # noqa: F403
-from dynatask_site.settings.base import BASE_DIR, DATABASES
+
+def _xdist_worker_redis_url(url: str, worker: str) -> str:
+    """The Redis database of pytest-xdist worker ``gwN``: REDIS_URL's number plus N.
+
+    Each worker flushes its own database; the tests' child processes (RQ workers, cron, a
+    child pytest) inherit the result through the environment.
+    """
+    parts = urlsplit(url)
+    database = int(parts.path.strip("/") or 0) + int(worker.removeprefix("gw"))
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+# Under pytest-xdist (scripts/dev.py runs the suite on several workers) each worker process
+# gets its own Redis database. The worker's id is recorded beside it, so a child process that
+# inherits both (PYTEST_XDIST_WORKER too) keeps the database instead of adding N again.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker.startswith("gw") and os.environ.get("DYNATASK_TEST_REDIS_WORKER") != _worker:
+    os.environ["REDIS_URL"] = _xdist_worker_redis_url(
+        os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), _worker
+    )
+    os.environ["DYNATASK_TEST_REDIS_WORKER"] = _worker
+
+from dynatask_site.settings.base import *  # noqa: E402, F403
+from dynatask_site.settings.base import BASE_DIR, DATABASES  # noqa: E402
 
 DEBUG = False
 SECRET_KEY = "test-only-secret-key"  # noqa: S105

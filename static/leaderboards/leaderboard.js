@@ -17,6 +17,11 @@
     var data = document.getElementById("leaderboard-trends-data");
     if (chart) { chart.destroy(); chart = null; }
     if (!canvas || !data || typeof Chart === "undefined") return;
+    // A canvas holds one chart. After Back, the chart drawn on this canvas need not be the
+    // one kept above (the swap and the history restore can redraw in either order), and
+    // Chart.js refuses a second one ("Canvas is already in use").
+    var previous = Chart.getChart(canvas);
+    if (previous) previous.destroy();
     var trends = JSON.parse(data.textContent);
     var bars = trends.kind === "bar";
     chart = new Chart(canvas, {

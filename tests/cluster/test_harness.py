@@ -15,7 +15,8 @@ import pytest
 
 from bench.cluster import PREFIX, ROOT, cleanup_leftovers, unavailable_reason
 
-pytestmark = pytest.mark.cluster
+# One cluster for all: pytest-xdist runs the cluster tests on one worker (--dist loadgroup).
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 NETWORK_ONLY = """
 import sys, tempfile, time

@@ -20,7 +20,8 @@ from tests.cluster.conftest import (
     example_status,
 )
 
-pytestmark = pytest.mark.cluster
+# One cluster for all: pytest-xdist runs the cluster tests on one worker (--dist loadgroup).
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 SENTIMENT_YAML = (ROOT / "tasks" / "demo_data" / "sentiment.yaml").read_text()
 PLACEHOLDER = re.compile(r'placeholder="([^"]*)"')

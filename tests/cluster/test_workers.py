@@ -16,7 +16,8 @@ from rq.queue import Queue
 from bench.cluster import FAST_TIMINGS, WORKER_HOSTS
 from tests.cluster.conftest import TASK, example_status, wait_for
 
-pytestmark = pytest.mark.cluster
+# One cluster for all: pytest-xdist runs the cluster tests on one worker (--dist loadgroup).
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 PERIODIC = {
     "models_hub.jobs.health_check_all_job": ("health", "MODELS_HUB_HEALTH_INTERVAL"),

@@ -115,6 +115,42 @@ def test_run_accepts_a_virtualenv_set_up_for_the_tests(dev, tmp_path, monkeypatc
     dev.ensure_venv("requirements.txt")
 
 
+def test_the_suite_runs_on_two_workers_per_cpu_within_the_free_redis_databases(dev, monkeypatch):
+    monkeypatch.setattr(dev.os, "cpu_count", lambda: 2)
+    env = {"REDIS_URL": "redis://127.0.0.1:6379/0"}
+    assert dev.test_workers(env, []) == 4
+    assert dev.test_workers({"REDIS_URL": "redis://127.0.0.1:6379/14"}, []) == 2
+    assert dev.test_workers({"REDIS_URL": "redis://127.0.0.1:6379"}, ["-k", "drain"]) == 4
+    assert dev.test_workers({**env, "DYNATASK_TEST_WORKERS": "3"}, []) == 3
+    assert dev.test_workers({**env, "DYNATASK_TEST_WORKERS": "auto"}, []) == 4
+    for off in ("0", "1"):
+        assert dev.test_workers({**env, "DYNATASK_TEST_WORKERS": off}, []) == 0
+    # The caller's own choice wins: no second -n.
+    for args in (["-n", "2"], ["-n2"], ["--numprocesses=2"], ["-p", "no:xdist"]):
+        assert dev.test_workers(env, args) == 0, args
+
+
+def test_each_xdist_worker_gets_a_redis_database_of_its_own_and_its_children_keep_it():
+    code = "from django.conf import settings; print(settings.REDIS_URL)"
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "DYNATASK_TEST"))
+    }
+
+    def redis_url(**env) -> str:
+        env = {**base, "DJANGO_SETTINGS_MODULE": "dynatask_site.settings.test", **env}
+        done = subprocess.run(
+            python(code), cwd=REPOSITORY, env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    assert redis_url(REDIS_URL="redis://127.0.0.1:6379/5") == "redis://127.0.0.1:6379/5"
+    worker = {"REDIS_URL": "redis://127.0.0.1:6379/5", "PYTEST_XDIST_WORKER": "gw3"}
+    assert redis_url(**worker) == "redis://127.0.0.1:6379/8"
+    # A child process of worker gw3 inherits the worker's REDIS_URL and keeps it.
+    child = {**worker, "REDIS_URL": "redis://127.0.0.1:6379/8", "DYNATASK_TEST_REDIS_WORKER": "gw3"}
+    assert redis_url(**child) == "redis://127.0.0.1:6379/8"
+
+
 # -- the real thing ----------
 def free_port() -> int:
     with socket.socket() as probe:
