@@ -177,10 +177,12 @@ def test_examples_of_a_worker_killed_mid_batch_are_answered_within_30s_with_no_r
                 "the answer after the worker died",
                 second.log_path,
             )
+            answered_after = time.monotonic() - killed_at
         finally:
             second.stop()
             cron.stop()
-        assert time.monotonic() - killed_at < 30
+        # From the kill to the answer; stopping the processes afterwards is not part of it.
+        assert answered_after < 30
         assert Example.objects.filter(task=task).count() == 1
     finally:
         handle.stop()
