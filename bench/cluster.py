@@ -156,6 +156,20 @@ def _namespace_pids(namespace: str) -> list[int]:
     return [int(pid) for pid in listed if pid.isdigit()]
 
 
+def signal_namespace_processes(namespace: str, signum: int) -> None:
+    """Send ``signum`` to every process of ``namespace``, again to any that a process forked
+    before it got the signal, until a round finds no new one."""
+    signalled: set[int] = set()
+    for _ in range(20):
+        pids = set(_namespace_pids(namespace)) - signalled
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+        signalled |= pids
+
+
 def kill_namespace_processes(namespace: str) -> None:
     """SIGKILL every process of ``namespace`` until none is left (a few rounds at most)."""
     for _ in range(20):
@@ -466,6 +480,15 @@ class Cluster:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(popen.pid, signal.SIGKILL)
             popen.wait(timeout=10)
+
+    def freeze_host(self, host: str) -> None:
+        """Stop every process of ``host`` where it stands (SIGSTOP), children forked meanwhile
+        too: a test can then read what the host holds without a race, and kill or thaw it."""
+        signal_namespace_processes(self.hosts[host].namespace, signal.SIGSTOP)
+
+    def thaw_host(self, host: str) -> None:
+        """Let the processes that ``freeze_host`` stopped go on (SIGCONT)."""
+        signal_namespace_processes(self.hosts[host].namespace, signal.SIGCONT)
 
     def kill_host(self, host: str) -> None:
         """The host dies: every process in it is killed at once (kill -9)."""

@@ -114,6 +114,25 @@ def live_claims(cluster) -> int:
     return sum(connection.llen(key) for key in connection.scan_iter("annotation:live-claimed:*"))
 
 
+def catch_shard_on_worker1(cluster, run_id: int, seconds: float = 30.0) -> None:
+    """Leave worker1 frozen in the middle of a shard of ``run_id``, holding live claims.
+
+    The host is frozen (SIGSTOP) before the check, so a shard seen running cannot end before
+    the kill that follows; a shard that ended just before the freeze thaws the host and waits
+    for the next one."""
+    deadline = time.monotonic() + seconds
+    while True:
+        wait_for(
+            lambda: running_shard_on(cluster, run_id) == "worker1" and live_claims(cluster) > 0,
+            max(deadline - time.monotonic(), 0.1),
+            "worker1 to run a shard and hold live claims",
+        )
+        cluster.freeze_host("worker1")
+        if running_shard_on(cluster, run_id) == "worker1" and live_claims(cluster) > 0:
+            return
+        cluster.thaw_host("worker1")
+
+
 MODELS_AND_REFERENCE_RUN = """
 from django.contrib.auth import get_user_model
 from leaderboards.models import Dataset
@@ -168,11 +187,7 @@ def test_a_worker_host_that_dies_loses_no_evaluation_and_no_live_example(
     threads = [threading.Thread(target=submit, args=(site,)) for site in sites[:3]]
     for thread in threads:
         thread.start()
-    wait_for(
-        lambda: running_shard_on(cluster, run) == "worker1" and live_claims(cluster) > 0,
-        30,
-        "worker1 to run a shard and hold live claims",
-    )
+    catch_shard_on_worker1(cluster, run)
     cluster.kill_host("worker1")
     killed_at = time.monotonic()
     for process in ("live0", "eval0", "health"):
